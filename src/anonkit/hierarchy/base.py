@@ -1,0 +1,171 @@
+"""Generalization hierarchies: a tree over a column's values, stored level by level.
+
+A hierarchy is a table with one row per leaf value: column 0 is the value itself, the
+following columns are ever coarser labels, and the last column is the root (usually ``*``).
+This is ARX's layout. Rows of different length ("ragged depth") are padded by repeating the
+leaf label right after the leaf, so every row reaches the common root at the same level.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from anonkit.errors import InputError
+
+
+class Hierarchy:
+    """A generalization tree over the values of one column.
+
+    Attributes:
+        leaves: the leaf values as strings, in the hierarchy's order (file order).
+        labels: ``(n_leaves, height)`` object array; ``labels[i, 0]`` is leaf ``i`` and
+            ``labels[i, height - 1]`` the root.
+        node_ids: ``(n_leaves, height)`` int32 array; two leaves share an ancestor at level
+            ``L`` exactly when their ``node_ids[:, L]`` are equal.
+        height: number of levels, leaf level included.
+    """
+
+    def __init__(self, rows: Sequence[Sequence[object]], name: str = "") -> None:
+        self.name = name
+        cleaned = [[str(cell).strip() for cell in row] for row in rows]
+        cleaned = [_strip_trailing_empty(row) for row in cleaned]
+        cleaned = [row for row in cleaned if row]
+        where = f" for '{name}'" if name else ""
+        if not cleaned:
+            raise InputError(f"hierarchy{where} is empty: give one row per value, leaf first")
+        height = max(len(row) for row in cleaned)
+        padded = [
+            [row[0]] * (height - len(row) + 1) + row[1:] if len(row) < height else row
+            for row in cleaned
+        ]
+        labels = np.array(padded, dtype=object)
+        roots = set(labels[:, -1])
+        if len(roots) > 1:
+            shown = ", ".join(sorted(map(repr, roots))[:5])
+            raise InputError(
+                f"hierarchy{where} has inconsistent depth: its rows end in different roots "
+                f"({shown}); every row must end in the same root label, e.g. '*'"
+            )
+        leaves = labels[:, 0]
+        uniq, counts = np.unique(leaves.astype(str), return_counts=True)
+        if (counts > 1).any():
+            dup = ", ".join(map(repr, uniq[counts > 1][:5]))
+            raise InputError(f"hierarchy{where} lists a value more than once: {dup}")
+        self.labels = labels
+        self.leaves = leaves.astype(str)
+        self.height = height
+        self.node_ids = self._node_ids(labels, where)
+        self._leaf_index = {leaf: i for i, leaf in enumerate(self.leaves)}
+
+    @staticmethod
+    def _node_ids(labels: np.ndarray, where: str) -> np.ndarray:
+        n_leaves, height = labels.shape
+        node_ids = np.empty((n_leaves, height), dtype=np.int32)
+        for level in range(height):
+            _, ids = np.unique(labels[:, level].astype(str), return_inverse=True)
+            node_ids[:, level] = ids.reshape(-1)
+        # A label must have a single parent: otherwise it is a graph, not a tree, and a
+        # released label would not tell which subtree it stands for.
+        for level in range(1, height - 1):
+            pairs = np.unique(node_ids[:, level : level + 2], axis=0)
+            child, counts = np.unique(pairs[:, 0], return_counts=True)
+            if (counts > 1).any():
+                bad = child[counts > 1][0]
+                label = labels[node_ids[:, level] == bad, level][0]
+                parents = sorted(set(labels[node_ids[:, level] == bad, level + 1]))
+                raise InputError(
+                    f"hierarchy{where} is not a tree: label {label!r} at level {level} has "
+                    f"parents {parents}; give every label one parent"
+                )
+        return node_ids
+
+    @classmethod
+    def from_mapping(cls, mapping: dict[object, Sequence[object]], name: str = "") -> Hierarchy:
+        """Build from ``{leaf: [level1, level2, ..., root]}``."""
+        return cls([[leaf, *path] for leaf, path in mapping.items()], name=name)
+
+    def __repr__(self) -> str:
+        return f"Hierarchy({self.name!r}, leaves={len(self.leaves)}, height={self.height})"
+
+    def __len__(self) -> int:
+        return len(self.leaves)
+
+    def leaf_codes(self, values: Iterable[object], column: str = "") -> np.ndarray:
+        """Index of each value among the leaves; an unknown value is an :class:`InputError`."""
+        as_text = [_leaf_text(v) for v in values]
+        missing = sorted({v for v in as_text if v not in self._leaf_index})
+        if missing:
+            col = column or self.name
+            shown = ", ".join(map(repr, missing[:10]))
+            more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
+            raise InputError(
+                f"column '{col}' has values missing from its hierarchy: {shown}{more}; "
+                f"add a row for each to the hierarchy file"
+            )
+        return np.fromiter((self._leaf_index[v] for v in as_text), dtype=np.int32,
+                           count=len(as_text))
+
+    def lowest_common_level(self, class_ids: np.ndarray, leaf_codes: np.ndarray,
+                            n_classes: int) -> np.ndarray:
+        """For each class, the lowest level at which all of its leaves share one node."""
+        level = np.full(n_classes, self.height - 1, dtype=np.int32)
+        for lv in range(self.height - 2, -1, -1):
+            nodes = self.node_ids[leaf_codes, lv]
+            lo = np.full(n_classes, np.iinfo(np.int32).max, dtype=np.int64)
+            hi = np.full(n_classes, -1, dtype=np.int64)
+            np.minimum.at(lo, class_ids, nodes)
+            np.maximum.at(hi, class_ids, nodes)
+            # sharing a node at lv implies sharing one at every level above it
+            level = np.where(lo == hi, lv, level)
+        return level
+
+    def label(self, leaf_code: int, level: int) -> str:
+        return str(self.labels[leaf_code, level])
+
+    def leaves_under(self, level: int) -> np.ndarray:
+        """Number of leaves below each leaf's ancestor at ``level`` (per leaf)."""
+        ids = self.node_ids[:, level]
+        return np.bincount(ids)[ids]
+
+    def is_contiguous(self, order: np.ndarray | None = None) -> bool:
+        """Whether every node's leaves are consecutive in ``order`` (default: file order).
+
+        When true, the lowest common ancestor of a set of leaves is that of its first and
+        last leaf, which lets algorithms work on code ranges alone.
+        """
+        ids = self.node_ids if order is None else self.node_ids[order]
+        for level in range(1, self.height):
+            col = ids[:, level]
+            changes = np.count_nonzero(col[1:] != col[:-1]) + 1
+            if changes != len(np.unique(col)):
+                return False
+        return True
+
+    def dfs_order(self) -> np.ndarray:
+        """Leaf indices sorted so that every subtree is a consecutive run (stable)."""
+        keys = [self.node_ids[:, lv] for lv in range(self.height)]
+        first_seen = []
+        for col in keys:
+            # rank nodes by first appearance so file order is kept inside each group
+            _, first = np.unique(col, return_index=True)
+            rank = np.empty(col.max() + 1, dtype=np.int64)
+            rank[np.unique(col)] = np.argsort(np.argsort(first))
+            first_seen.append(rank[col])
+        return np.lexsort(first_seen)  # last key (root) is the primary sort key
+
+
+def _strip_trailing_empty(row: list[str]) -> list[str]:
+    while row and row[-1] == "":
+        row.pop()
+    return row
+
+
+def _leaf_text(value: object) -> str:
+    """Text of a data value as it appears in a hierarchy file (3.0 -> '3')."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, np.floating) and float(value).is_integer():
+        return str(int(value))
+    return str(value).strip()

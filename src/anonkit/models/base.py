@@ -1,0 +1,269 @@
+"""Privacy criteria as vectorised predicates over all equivalence classes at once.
+
+A model (k-anonymity, l-diversity, t-closeness, ...) is a small object: its parameters, a
+per-class *level* (the measured quantity: class size, number of distinct sensitive values,
+EMD, ...), the direction in which a level is good, and declared properties algorithms use to
+prune (``min_class_size``, ``monotonic``). Evaluation takes a :class:`Classes` — the classes
+of a table given as one class id per row — and returns one level per class, computed with a
+handful of numpy passes however many classes there are.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from typing import ClassVar
+
+import numpy as np
+
+from anonkit.hierarchy.base import Hierarchy
+from anonkit.table import EncodedColumn, Kind
+
+
+@dataclass(frozen=True)
+class SensitiveAttribute:
+    """A sensitive column as codes, with what models need to know about its values.
+
+    ``reference_counts`` is the distribution classes are compared with (t-closeness,
+    δ-disclosure, β-likeness): the whole table's, also when an algorithm evaluates a part.
+    """
+
+    name: str
+    codes: np.ndarray  # (n_rows,) int codes into ``values``
+    values: np.ndarray  # decode table; ordered by value for numeric / ordinal / date
+    kind: Kind
+    reference_counts: np.ndarray  # (len(values),) counts over the reference table
+    hierarchy: Hierarchy | None = None
+    hierarchy_leaf: np.ndarray | None = None  # code -> hierarchy leaf index
+
+    @classmethod
+    def from_encoded(cls, column: EncodedColumn) -> SensitiveAttribute:
+        counts = np.bincount(column.codes, minlength=column.cardinality)
+        return cls(column.name, column.codes, column.values, column.kind, counts,
+                   column.hierarchy, column.hierarchy_leaf)
+
+    @property
+    def n_values(self) -> int:
+        return len(self.values)
+
+    @cached_property
+    def magnitudes(self) -> np.ndarray:
+        """Numeric position of each code (value for numeric, rank otherwise)."""
+        if self.kind is Kind.NUMERIC:
+            return np.asarray(self.values, dtype=np.float64)
+        return np.arange(self.n_values, dtype=np.float64)
+
+    def reordered(self, codes: np.ndarray) -> SensitiveAttribute:
+        """The same attribute with other rows (same values and reference distribution)."""
+        return SensitiveAttribute(self.name, codes, self.values, self.kind,
+                                  self.reference_counts, self.hierarchy, self.hierarchy_leaf)
+
+
+@dataclass(frozen=True)
+class ValueCounts:
+    """Sparse per-class histogram of one sensitive attribute: one entry per (class, value)
+    that occurs, sorted by class then value code."""
+
+    class_index: np.ndarray
+    value_code: np.ndarray
+    count: np.ndarray
+    n_classes: int
+
+    @cached_property
+    def starts(self) -> np.ndarray:
+        """Offset of each class's first entry (every class has at least one entry)."""
+        return np.searchsorted(self.class_index, np.arange(self.n_classes))
+
+    def per_class_sum(self, x: np.ndarray) -> np.ndarray:
+        return np.bincount(self.class_index, weights=x, minlength=self.n_classes)
+
+    def per_class_max(self, x: np.ndarray) -> np.ndarray:
+        return np.maximum.reduceat(x, self.starts) if len(x) else np.zeros(self.n_classes)
+
+    def per_class_min(self, x: np.ndarray) -> np.ndarray:
+        return np.minimum.reduceat(x, self.starts) if len(x) else np.zeros(self.n_classes)
+
+
+class Classes:
+    """Equivalence classes of a table: a class id per row plus the sensitive attributes.
+
+    Empty classes are not allowed: ids must cover ``0 .. n_classes - 1``.
+    """
+
+    def __init__(self, class_ids: np.ndarray, n_classes: int | None = None,
+                 sensitive: Sequence[SensitiveAttribute] = ()) -> None:
+        self.class_ids = np.asarray(class_ids, dtype=np.int64)
+        self.n_classes = int(self.class_ids.max()) + 1 if n_classes is None else n_classes
+        if len(self.class_ids) == 0:
+            self.n_classes = 0
+        self.sensitive = {s.name: s for s in sensitive}
+        self._counts: dict[str, ValueCounts] = {}
+
+    @classmethod
+    def from_sizes(cls, sizes: np.ndarray,
+                   sensitive: Sequence[SensitiveAttribute] = ()) -> Classes:
+        """Classes laid out as consecutive runs of rows: ``sizes[c]`` rows of class c."""
+        sizes = np.asarray(sizes, dtype=np.int64)
+        ids = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
+        out = cls(ids, len(sizes), sensitive)
+        out.__dict__["sizes"] = sizes
+        return out
+
+    @cached_property
+    def sizes(self) -> np.ndarray:
+        return np.bincount(self.class_ids, minlength=self.n_classes)
+
+    def attribute(self, name: str | None) -> SensitiveAttribute:
+        if name is None:
+            if len(self.sensitive) != 1:
+                raise ValueError("name the sensitive attribute: the table has "
+                                 f"{len(self.sensitive)}")
+            return next(iter(self.sensitive.values()))
+        return self.sensitive[name]
+
+    def value_counts(self, name: str | None = None) -> ValueCounts:
+        attr = self.attribute(name)
+        if attr.name not in self._counts:
+            self._counts[attr.name] = _value_counts(self.class_ids, attr.codes,
+                                                    self.n_classes, attr.n_values)
+        return self._counts[attr.name]
+
+    def distinct_values(self, name: str | None = None) -> np.ndarray:
+        vc = self.value_counts(name)
+        return np.bincount(vc.class_index, minlength=self.n_classes)
+
+
+def _value_counts(class_ids: np.ndarray, codes: np.ndarray, n_classes: int,
+                  n_values: int) -> ValueCounts:
+    n_cells = n_classes * max(n_values, 1)
+    if n_cells <= 4 * len(class_ids) + 1024:
+        dense = np.bincount(class_ids * n_values + codes, minlength=n_cells)
+        keys = np.flatnonzero(dense)
+        counts = dense[keys]
+    else:
+        keys, counts = np.unique(class_ids * n_values + codes, return_counts=True)
+    return ValueCounts(keys // n_values, keys % n_values, counts.astype(np.int64), n_classes)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether a table meets one model, how well, and where it is weakest."""
+
+    model: str  # e.g. "k-anonymity"
+    parameters: dict[str, object]
+    passed: bool
+    measured: float  # the table's level (e.g. k = 4: the smallest class has 4 rows)
+    required: float
+    worst_class: int  # index of the weakest class (-1 when the table is empty)
+    worst_class_size: int
+    failing_classes: int
+    n_classes: int
+
+    def __str__(self) -> str:
+        status = "PASS" if self.passed else "FAIL"
+        params = ", ".join(f"{k}={v}" for k, v in self.parameters.items())
+        return (f"{status} {self.model} ({params}): measured {self.measured:g}, "
+                f"required {self.required:g}; weakest class has {self.worst_class_size} "
+                f"rows; {self.failing_classes} of {self.n_classes} classes fail")
+
+    def to_dict(self) -> dict[str, object]:
+        return {"model": self.model, "parameters": dict(self.parameters),
+                "passed": self.passed, "measured": self.measured, "required": self.required,
+                "worst_class": self.worst_class, "worst_class_size": self.worst_class_size,
+                "failing_classes": self.failing_classes, "n_classes": self.n_classes}
+
+
+class PrivacyModel(ABC):
+    """A privacy criterion evaluated on all equivalence classes at once.
+
+    Subclasses set ``name``, ``higher_is_better`` and ``monotonic`` and implement
+    :meth:`levels`; a class passes when its level reaches :attr:`threshold` in the model's
+    direction (``>=`` or ``<=``).
+    """
+
+    name: ClassVar[str]
+    higher_is_better: ClassVar[bool] = True
+    #: holds on the union of two classes whenever it holds on both (lets algorithms stop
+    #: refining once a cut is not allowable, and merge safely)
+    monotonic: ClassVar[bool] = True
+    #: which sensitive attribute the model concerns (None: none, or the only one)
+    attribute: str | None = None
+
+    @property
+    @abstractmethod
+    def threshold(self) -> float: ...
+
+    @property
+    @abstractmethod
+    def parameters(self) -> dict[str, object]: ...
+
+    @property
+    def needs_sensitive(self) -> bool:
+        return True
+
+    def min_class_size(self) -> int:
+        """No class smaller than this can pass (used to prune cuts early)."""
+        return 1
+
+    @abstractmethod
+    def levels(self, classes: Classes) -> np.ndarray:
+        """The model's measured level for every class (float array, one per class)."""
+
+    def satisfied(self, levels: np.ndarray) -> np.ndarray:
+        # A relative tolerance: levels are sums of floats, thresholds are typed by people.
+        tol = 1e-9 * max(1.0, abs(self.threshold))
+        if self.higher_is_better:
+            return levels >= self.threshold - tol
+        return levels <= self.threshold + tol
+
+    def holds(self, classes: Classes) -> np.ndarray:
+        """Per class: does the class satisfy the model?"""
+        return self.satisfied(self.levels(classes))
+
+    def verdict(self, classes: Classes) -> Verdict:
+        if classes.n_classes == 0:
+            return Verdict(self.name, self.parameters, False, float("nan"), self.threshold,
+                           -1, 0, 0, 0)
+        levels = self.levels(classes)
+        ok = self.satisfied(levels)
+        worst = int(np.argmin(levels) if self.higher_is_better else np.argmax(levels))
+        return Verdict(self.name, self.parameters, bool(ok.all()), float(levels[worst]),
+                       float(self.threshold), worst, int(classes.sizes[worst]),
+                       int((~ok).sum()), classes.n_classes)
+
+    def __repr__(self) -> str:
+        params = ", ".join(f"{k}={v!r}" for k, v in self.parameters.items())
+        return f"{type(self).__name__}({params})"
+
+
+class KAnonymity(PrivacyModel):
+    """Every class has at least k rows."""
+
+    name = "k-anonymity"
+
+    def __init__(self, k: int) -> None:
+        if int(k) != k or k < 1:
+            from anonkit.errors import InputError
+
+            raise InputError(f"k must be a whole number >= 1, got {k!r}")
+        self.k = int(k)
+
+    @property
+    def threshold(self) -> float:
+        return float(self.k)
+
+    @property
+    def parameters(self) -> dict[str, object]:
+        return {"k": self.k}
+
+    @property
+    def needs_sensitive(self) -> bool:
+        return False
+
+    def min_class_size(self) -> int:
+        return self.k
+
+    def levels(self, classes: Classes) -> np.ndarray:
+        return classes.sizes.astype(np.float64)
