@@ -8,9 +8,11 @@ leaf label right after the leaf, so every row reaches the common root at the sam
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterable, Sequence
 
 import numpy as np
+import pandas as pd
 
 from anonkit.errors import InputError
 
@@ -32,6 +34,10 @@ class Hierarchy:
         cleaned = [[str(cell).strip() for cell in row] for row in rows]
         cleaned = [_strip_trailing_empty(row) for row in cleaned]
         cleaned = [row for row in cleaned if row]
+        for number, row in enumerate(cleaned, start=1):
+            if "" in row:
+                raise InputError(f"hierarchy{' for ' + repr(name) if name else ''} has an "
+                                 f"empty label in row {number} ({';'.join(row)}); fill it in")
         where = f" for '{name}'" if name else ""
         if not cleaned:
             raise InputError(f"hierarchy{where} is empty: give one row per value, leaf first")
@@ -51,7 +57,7 @@ class Hierarchy:
         leaves = labels[:, 0]
         uniq, counts = np.unique(leaves.astype(str), return_counts=True)
         if (counts > 1).any():
-            dup = ", ".join(map(repr, uniq[counts > 1][:5]))
+            dup = ", ".join(repr(str(u)) for u in uniq[counts > 1][:5])
             raise InputError(f"hierarchy{where} lists a value more than once: {dup}")
         self.labels = labels
         self.leaves = leaves.astype(str)
@@ -163,7 +169,12 @@ def _strip_trailing_empty(row: list[str]) -> list[str]:
 
 
 def _leaf_text(value: object) -> str:
-    """Text of a data value as it appears in a hierarchy file (3.0 -> '3')."""
+    """Text of a data value as it appears in a hierarchy file (3.0 -> '3', a date at
+    midnight -> '2021-03-04', other datetimes -> '2021-03-04T10:30:00')."""
+    if isinstance(value, (np.datetime64, datetime.date)):
+        stamp = pd.Timestamp(value)
+        return stamp.strftime("%Y-%m-%d") if stamp == stamp.normalize() \
+            else stamp.strftime("%Y-%m-%dT%H:%M:%S")
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     if isinstance(value, np.floating) and float(value).is_integer():

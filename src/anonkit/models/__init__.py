@@ -8,6 +8,24 @@ from anonkit.models.base import (
     ValueCounts,
     Verdict,
 )
+from anonkit.models.closeness import TCloseness
+from anonkit.models.diversity import DistinctLDiversity, EntropyLDiversity, RecursiveCLDiversity
+from anonkit.models.ke import KEAnonymity
+from anonkit.models.likeness import BetaLikeness, DeltaDisclosure, EnhancedBetaLikeness
 
-__all__ = ["Classes", "KAnonymity", "PrivacyModel", "SensitiveAttribute", "ValueCounts",
-           "Verdict"]
+__all__ = [
+    "BetaLikeness",
+    "Classes",
+    "DeltaDisclosure",
+    "DistinctLDiversity",
+    "EnhancedBetaLikeness",
+    "EntropyLDiversity",
+    "KAnonymity",
+    "KEAnonymity",
+    "PrivacyModel",
+    "RecursiveCLDiversity",
+    "SensitiveAttribute",
+    "TCloseness",
+    "ValueCounts",
+    "Verdict",
+]

@@ -10,14 +10,16 @@ handful of numpy passes however many classes there are.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import ClassVar
 
 import numpy as np
 
+from anonkit.errors import InputError
 from anonkit.hierarchy.base import Hierarchy
 from anonkit.table import EncodedColumn, Kind
 
@@ -149,7 +151,13 @@ def _value_counts(class_ids: np.ndarray, codes: np.ndarray, n_classes: int,
 
 @dataclass(frozen=True)
 class Verdict:
-    """Whether a table meets one model, how well, and where it is weakest."""
+    """Whether a table meets one model, how well, and where it is weakest.
+
+    ``measure`` names the measured quantity (``"k"``, ``"EMD"``, ...) and ``comparison``
+    how a class's level must relate to ``required`` (``">="``, ``"<="``, ``"<"``); both
+    only serve to print the verdict. ``details`` holds model-specific extras (e.g. the
+    smallest range for (k,e)-anonymity, the ground distance for t-closeness).
+    """
 
     model: str  # e.g. "k-anonymity"
     parameters: dict[str, object]
@@ -160,19 +168,37 @@ class Verdict:
     worst_class_size: int
     failing_classes: int
     n_classes: int
+    measure: str = "level"
+    comparison: str = ">="
+    details: dict[str, object] = field(default_factory=dict)
 
     def __str__(self) -> str:
         status = "PASS" if self.passed else "FAIL"
         params = ", ".join(f"{k}={v}" for k, v in self.parameters.items())
-        return (f"{status} {self.model} ({params}): measured {self.measured:g}, "
-                f"required {self.required:g}; weakest class has {self.worst_class_size} "
-                f"rows; {self.failing_classes} of {self.n_classes} classes fail")
+        text = (f"{status} {self.model} ({params}): measured {self.measure} = "
+                f"{self.measured:g}, required {self.measure} {self.comparison} "
+                f"{self.required:g}; weakest class has {_rows(self.worst_class_size)}; "
+                f"{self.failing_classes} of {self.n_classes} classes fail")
+        if self.details:
+            text += " [" + ", ".join(f"{k}={_show(v)}" for k, v in self.details.items()) + "]"
+        return text
 
     def to_dict(self) -> dict[str, object]:
         return {"model": self.model, "parameters": dict(self.parameters),
-                "passed": self.passed, "measured": self.measured, "required": self.required,
-                "worst_class": self.worst_class, "worst_class_size": self.worst_class_size,
-                "failing_classes": self.failing_classes, "n_classes": self.n_classes}
+                "passed": self.passed, "measure": self.measure,
+                "measured": self.measured, "comparison": self.comparison,
+                "required": self.required, "worst_class": self.worst_class,
+                "worst_class_size": self.worst_class_size,
+                "failing_classes": self.failing_classes, "n_classes": self.n_classes,
+                "details": dict(self.details)}
+
+
+def _rows(n: int) -> str:
+    return f"{n} row{'' if n == 1 else 's'}"
+
+
+def _show(value: object) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 class PrivacyModel(ABC):
@@ -180,11 +206,16 @@ class PrivacyModel(ABC):
 
     Subclasses set ``name``, ``higher_is_better`` and ``monotonic`` and implement
     :meth:`levels`; a class passes when its level reaches :attr:`threshold` in the model's
-    direction (``>=`` or ``<=``).
+    direction: ``>=`` / ``<=``, or ``>`` / ``<`` when ``strict`` (the literature's
+    definitions of recursive (c,l)-diversity and δ-disclosure are strict).
     """
 
     name: ClassVar[str]
     higher_is_better: ClassVar[bool] = True
+    #: the comparison with the threshold is strict (``<`` / ``>``) rather than ``<=`` / ``>=``
+    strict: ClassVar[bool] = False
+    #: what a level measures, for messages ("k", "EMD", ...)
+    measure: ClassVar[str] = "level"
     #: holds on the union of two classes whenever it holds on both (lets algorithms stop
     #: refining once a cut is not allowable, and merge safely)
     monotonic: ClassVar[bool] = True
@@ -207,31 +238,62 @@ class PrivacyModel(ABC):
         """No class smaller than this can pass (used to prune cuts early)."""
         return 1
 
+    def min_distinct_values(self) -> int:
+        """No class with fewer distinct sensitive values than this can pass."""
+        return 0
+
+    def check_attribute(self, attribute: SensitiveAttribute) -> None:
+        """Raise :class:`InputError` when no table over ``attribute``'s reference
+        distribution could ever meet the model (e.g. l above the number of distinct
+        values), so users hear why instead of seeing every class fail."""
+        need = self.min_distinct_values()
+        have = int(np.count_nonzero(attribute.reference_counts))
+        if need > have:
+            param = next(iter(self.parameters.items()), ("level", need))
+            raise InputError(
+                f"{self.name}: {param[0]}={param[1]} but {attribute.name!r} has only {have} "
+                f"distinct value{'s' if have != 1 else ''}; no grouping can meet it")
+
+    @property
+    def comparison(self) -> str:
+        return ("<>"[self.higher_is_better]) + ("" if self.strict else "=")
+
     @abstractmethod
     def levels(self, classes: Classes) -> np.ndarray:
         """The model's measured level for every class (float array, one per class)."""
 
     def satisfied(self, levels: np.ndarray) -> np.ndarray:
         # A relative tolerance: levels are sums of floats, thresholds are typed by people.
+        # Within the tolerance a level counts as equal to the threshold, which passes a
+        # non-strict model and fails a strict one.
         tol = 1e-9 * max(1.0, abs(self.threshold))
         if self.higher_is_better:
+            if self.strict:
+                return levels > self.threshold + tol
             return levels >= self.threshold - tol
+        if self.strict:
+            return levels < self.threshold - tol
         return levels <= self.threshold + tol
 
     def holds(self, classes: Classes) -> np.ndarray:
         """Per class: does the class satisfy the model?"""
         return self.satisfied(self.levels(classes))
 
+    def details(self, classes: Classes, levels: np.ndarray, worst: int) -> dict[str, object]:
+        """Model-specific extras for the verdict (none by default)."""
+        return {}
+
     def verdict(self, classes: Classes) -> Verdict:
         if classes.n_classes == 0:
             return Verdict(self.name, self.parameters, False, float("nan"), self.threshold,
-                           -1, 0, 0, 0)
+                           -1, 0, 0, 0, self.measure, self.comparison)
         levels = self.levels(classes)
         ok = self.satisfied(levels)
         worst = int(np.argmin(levels) if self.higher_is_better else np.argmax(levels))
         return Verdict(self.name, self.parameters, bool(ok.all()), float(levels[worst]),
                        float(self.threshold), worst, int(classes.sizes[worst]),
-                       int((~ok).sum()), classes.n_classes)
+                       int((~ok).sum()), classes.n_classes, self.measure, self.comparison,
+                       self.details(classes, levels, worst))
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.parameters.items())
@@ -242,13 +304,10 @@ class KAnonymity(PrivacyModel):
     """Every class has at least k rows."""
 
     name = "k-anonymity"
+    measure = "k"
 
     def __init__(self, k: int) -> None:
-        if int(k) != k or k < 1:
-            from anonkit.errors import InputError
-
-            raise InputError(f"k must be a whole number >= 1, got {k!r}")
-        self.k = int(k)
+        self.k = whole_number("k", k, 1)
 
     @property
     def threshold(self) -> float:
@@ -267,3 +326,31 @@ class KAnonymity(PrivacyModel):
 
     def levels(self, classes: Classes) -> np.ndarray:
         return classes.sizes.astype(np.float64)
+
+
+def whole_number(name: str, value: object, minimum: int) -> int:
+    """``value`` as an int >= ``minimum``, or an :class:`InputError` naming the parameter."""
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a whole number >= {minimum}, got {value!r}") from None
+    if isinstance(value, bool) or not math.isfinite(number) or number != int(number) \
+            or number < minimum:
+        raise InputError(f"{name} must be a whole number >= {minimum}, got {value!r}")
+    return int(number)
+
+
+def real_number(name: str, value: object, low: float, high: float = math.inf,
+                low_open: bool = False, high_open: bool = False) -> float:
+    """``value`` as a finite float in the given interval, or an :class:`InputError`."""
+    interval = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise InputError(f"{name} must be a number in {interval}, got {value!r}") from None
+    too_low = number <= low if low_open else number < low
+    too_high = number >= high if high_open else number > high
+    if isinstance(value, bool) or math.isnan(number) or too_low or too_high \
+            or math.isinf(number):
+        raise InputError(f"{name} must be a number in {interval}, got {value!r}")
+    return number

@@ -1,0 +1,319 @@
+"""Check any released table against privacy models — ours or another tool's output.
+
+A released table's quasi-identifiers hold whatever the publisher wrote: raw values,
+intervals like ``[20-29]`` or ``20-29``, sets like ``{a,b}``, ``*``, hierarchy labels. The
+checker does not interpret them: two rows are in the same equivalence class exactly when
+their quasi-identifier tuples are equal. A missing value (NaN / None / NA) is a value of its
+own — rows missing a QI form classes with each other, they are not dropped (pycanon drops
+them, which can hide a class of one). Grouping is vectorised: one ``pd.factorize`` per
+column, the codes combined column by column and re-factorized.
+
+The sensitive column is encoded with :func:`anonkit.table.encode_column` (kind inferred
+like everywhere else: numeric, date, or categorical), so models see it exactly as they do
+inside the algorithms. Its whole-table distribution is the reference for t-closeness,
+δ-disclosure and β-likeness.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from anonkit.errors import InputError
+from anonkit.hierarchy.base import Hierarchy
+from anonkit.models.base import (
+    Classes,
+    KAnonymity,
+    PrivacyModel,
+    SensitiveAttribute,
+    Verdict,
+)
+from anonkit.models.closeness import TCloseness
+from anonkit.models.diversity import DistinctLDiversity, EntropyLDiversity, RecursiveCLDiversity
+from anonkit.models.ke import KEAnonymity
+from anonkit.models.likeness import BetaLikeness, DeltaDisclosure, EnhancedBetaLikeness
+from anonkit.table import ColumnSpec, Kind, Role, as_list, check_column_names, encode_column
+
+MODEL_SYNTAX = (
+    "k=5 (k-anonymity), l=3 (distinct l-diversity), entropy-l=2.5, recursive-cl=3,2 "
+    "(recursive (c,l)-diversity: c then l), t=0.2 (t-closeness; also t-equal=, t-ordered=, "
+    "t-hierarchical=), delta=1.5 (δ-disclosure), beta=0.5 (basic β-likeness), "
+    "enhanced-beta=0.5, ke=3,2000 ((k,e)-anonymity: k then e)"
+)
+
+#: normalised key -> (number of values, constructor from the parsed numbers)
+_MODEL_KEYS: dict[str, tuple[int, Callable[[list[float]], PrivacyModel]]] = {
+    "k": (1, lambda v: KAnonymity(v[0])),
+    "l": (1, lambda v: DistinctLDiversity(v[0])),
+    "distinct-l": (1, lambda v: DistinctLDiversity(v[0])),
+    "entropy-l": (1, lambda v: EntropyLDiversity(v[0])),
+    "recursive-cl": (2, lambda v: RecursiveCLDiversity(v[0], v[1])),
+    "recursive-c-l": (2, lambda v: RecursiveCLDiversity(v[0], v[1])),
+    "(c,l)": (2, lambda v: RecursiveCLDiversity(v[0], v[1])),
+    "t": (1, lambda v: TCloseness(v[0])),
+    "t-equal": (1, lambda v: TCloseness(v[0], "equal")),
+    "t-ordered": (1, lambda v: TCloseness(v[0], "ordered")),
+    "t-hierarchical": (1, lambda v: TCloseness(v[0], "hierarchical")),
+    "delta": (1, lambda v: DeltaDisclosure(v[0])),
+    "δ": (1, lambda v: DeltaDisclosure(v[0])),
+    "beta": (1, lambda v: BetaLikeness(v[0])),
+    "β": (1, lambda v: BetaLikeness(v[0])),
+    "basic-beta": (1, lambda v: BetaLikeness(v[0])),
+    "enhanced-beta": (1, lambda v: EnhancedBetaLikeness(v[0])),
+    "enhanced-β": (1, lambda v: EnhancedBetaLikeness(v[0])),
+    "ke": (2, lambda v: KEAnonymity(v[0], v[1])),
+    "k-e": (2, lambda v: KEAnonymity(v[0], v[1])),
+    "(k,e)": (2, lambda v: KEAnonymity(v[0], v[1])),
+}
+
+
+def parse_model(text: str, sensitive: str | None = None) -> PrivacyModel:
+    """A model from its short form, e.g. ``"k=5"``, ``"recursive-cl=3,2"``, ``"t=0.2"``.
+
+    Syntax: ``key=number`` or ``key=number,number``; keys are case-insensitive, ``_`` may
+    stand for ``-``, spaces are ignored. See :data:`MODEL_SYNTAX` for every key. The model
+    concerns ``sensitive`` (None: the only sensitive attribute, resolved when checked); a
+    model that needs one is refused later by :func:`check` if the table has none.
+    """
+    if not isinstance(text, str) or "=" not in text:
+        raise InputError(f"cannot read the model {text!r}: write key=value, one of: "
+                         f"{MODEL_SYNTAX}")
+    key, _, raw = text.partition("=")
+    key = "".join(key.split()).lower().replace("_", "-")
+    if key not in _MODEL_KEYS:
+        raise InputError(f"unknown model {key!r} in {text!r}; models are: {MODEL_SYNTAX}")
+    arity, build = _MODEL_KEYS[key]
+    parts = [p.strip() for p in raw.split(",")]
+    if len(parts) != arity:
+        what = "one number" if arity == 1 else "two numbers separated by a comma"
+        raise InputError(f"model {text!r}: {key} takes {what}; models are: {MODEL_SYNTAX}")
+    numbers: list[float] = []
+    for part in parts:
+        try:
+            number = float(part)
+        except ValueError:
+            raise InputError(f"model {text!r}: {part!r} is not a number; models are: "
+                             f"{MODEL_SYNTAX}") from None
+        if not math.isfinite(number):
+            raise InputError(f"model {text!r}: {part!r} is not a finite number")
+        numbers.append(number)
+    model = build(numbers)
+    if model.needs_sensitive:
+        model.attribute = sensitive
+    return model
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """The verdicts of :func:`check`, one per (model, sensitive attribute).
+
+    ``attributes[i]`` is the sensitive attribute verdict ``i`` concerns (None for
+    k-anonymity) and ``worst_class_values[i]`` the quasi-identifier values of its weakest
+    class (missing values as None).
+    """
+
+    verdicts: list[Verdict]
+    attributes: list[str | None]
+    worst_class_values: list[dict[str, object]]
+    n_rows: int
+    n_classes: int
+    quasi_identifiers: list[str]
+    sensitive: list[str] = field(default_factory=list)
+    #: rows per class, classes as an adversary sees them (by released QI values)
+    class_sizes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    @property
+    def passed(self) -> bool:
+        return all(v.passed for v in self.verdicts)
+
+    @property
+    def failures(self) -> list[Verdict]:
+        return [v for v in self.verdicts if not v.passed]
+
+    def __str__(self) -> str:
+        sens = f"; sensitive: {', '.join(self.sensitive)}" if self.sensitive else ""
+        lines = [f"{self.n_rows} rows in {self.n_classes} equivalence classes over "
+                 f"{', '.join(self.quasi_identifiers)}{sens}"]
+        for verdict, attribute, values in zip(self.verdicts, self.attributes,
+                                              self.worst_class_values, strict=True):
+            on = f"[{attribute}] " if attribute is not None and len(self.sensitive) > 1 \
+                else ""
+            lines.append(f"  {on}{verdict}")
+            if values:
+                shown = ", ".join(f"{k}={v!r}" for k, v in values.items())
+                rows = verdict.worst_class_size
+                lines.append(f"      weakest class ({rows} row{'' if rows == 1 else 's'}): "
+                             f"{shown}")
+        failed = len(self.failures)
+        lines.append("PASSED: every model holds" if failed == 0 else
+                     f"FAILED: {failed} of {len(self.verdicts)} model checks do not hold")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "passed": self.passed,
+            "n_rows": self.n_rows,
+            "n_classes": self.n_classes,
+            "quasi_identifiers": list(self.quasi_identifiers),
+            "sensitive": list(self.sensitive),
+            "verdicts": [
+                {**v.to_dict(), "attribute": a, "worst_class_values": dict(w)}
+                for v, a, w in zip(self.verdicts, self.attributes, self.worst_class_values,
+                                   strict=True)
+            ],
+        }
+
+
+def check(
+    df: pd.DataFrame,
+    quasi_identifiers: Sequence[str] | str,
+    sensitive: Sequence[str] | str | None = None,
+    models: Sequence[PrivacyModel | str] | PrivacyModel | str = (),
+    *,
+    kinds: Mapping[str, Kind | str] | None = None,
+    hierarchies: Mapping[str, Hierarchy] | None = None,
+    orders: Mapping[str, Sequence[object]] | None = None,
+) -> CheckReport:
+    """Check the released table ``df`` against ``models``.
+
+    ``models`` are :class:`PrivacyModel` objects or short forms (see :func:`parse_model`).
+    A model about a sensitive attribute is checked on each sensitive column unless it
+    names one (``model.attribute``). ``kinds`` / ``hierarchies`` / ``orders`` describe the
+    sensitive columns (kinds are inferred otherwise; a hierarchy enables the hierarchical
+    t-closeness distance, an order makes a column ordinal).
+    """
+    qis = as_list(quasi_identifiers) if isinstance(quasi_identifiers, str) \
+        else list(quasi_identifiers)
+    sens = as_list(sensitive) if isinstance(sensitive, str) or sensitive is None \
+        else list(sensitive)
+    model_list = _as_models(models)
+    check_column_names(df)
+    _check_columns(df, qis, sens)
+    if len(df) == 0:
+        raise InputError("the table has no rows (header only?); give at least one data row")
+
+    attributes = [_sensitive_attribute(df[name], name, kinds, hierarchies, orders)
+                  for name in sens]
+    by_name = {a.name: a for a in attributes}
+    bound: list[PrivacyModel] = []
+    for model in model_list:
+        if not model.needs_sensitive:
+            bound.append(model)
+            continue
+        if not sens:
+            raise InputError(f"{model.name} ({_params(model)}) needs a sensitive attribute; "
+                             f"name the sensitive column (sensitive=... / --sensitive)")
+        if model.attribute is not None:
+            if model.attribute not in by_name:
+                raise InputError(f"{model.name} ({_params(model)}) concerns "
+                                 f"{model.attribute!r}, which is not among the sensitive "
+                                 f"columns given ({', '.join(sens)})")
+            targets = [model.attribute]
+        else:
+            targets = sens
+        for name in targets:
+            copy_ = copy.copy(model)
+            copy_.attribute = name
+            copy_.check_attribute(by_name[name])
+            bound.append(copy_)
+
+    class_ids, n_classes, first_row = group_rows(df, qis)
+    classes = Classes(class_ids, n_classes, attributes)
+    verdicts = [m.verdict(classes) for m in bound]
+    qi_frame = df[qis]
+    worst_values = [
+        _row_values(qi_frame, int(first_row[v.worst_class])) if v.worst_class >= 0 else {}
+        for v in verdicts
+    ]
+    return CheckReport(verdicts, [m.attribute if m.needs_sensitive else None for m in bound],
+                       worst_values, len(df), n_classes, qis, sens, classes.sizes)
+
+
+def group_rows(df: pd.DataFrame, columns: Sequence[str]) -> tuple[np.ndarray, int, np.ndarray]:
+    """Equivalence classes of ``df`` by exact equality of the ``columns`` tuple.
+
+    Returns one class id per row (classes numbered in order of first appearance), the
+    number of classes, and each class's first row position. Missing values are a value
+    of their own (``use_na_sentinel=False``), so they are grouped, never dropped.
+    """
+    n_rows = len(df)
+    ids = np.zeros(n_rows, dtype=np.int64)
+    n_classes = 1 if n_rows else 0
+    for name in columns:
+        codes, uniques = pd.factorize(df[name], use_na_sentinel=False)
+        # ids < n_rows and codes < n_rows: the product stays far below 2**63
+        combined = ids * max(len(uniques), 1) + codes
+        ids, distinct = pd.factorize(combined)
+        ids = ids.astype(np.int64, copy=False)
+        n_classes = len(distinct)
+    # in first-appearance order a row opens a class exactly when its id exceeds all before
+    running = np.maximum.accumulate(ids) if n_rows else ids
+    first_row = np.flatnonzero(np.diff(running, prepend=-1) > 0)
+    return ids, n_classes, first_row
+
+
+def _as_models(models: Sequence[PrivacyModel | str] | PrivacyModel | str) -> list[PrivacyModel]:
+    if isinstance(models, (str, PrivacyModel)):
+        models = [models]
+    out = [parse_model(m) if isinstance(m, str) else m for m in models]
+    for m in out:
+        if not isinstance(m, PrivacyModel):
+            raise InputError(f"not a privacy model: {m!r}; give PrivacyModel objects or "
+                             f"short forms: {MODEL_SYNTAX}")
+    if not out:
+        raise InputError(f"no privacy model given; name at least one: {MODEL_SYNTAX}")
+    return out
+
+
+def _check_columns(df: pd.DataFrame, qis: list[str], sens: list[str]) -> None:
+    if not qis:
+        raise InputError("no quasi-identifiers given: name at least one column (--qi a,b)")
+    for names, role in ((qis, "quasi-identifier"), (sens, "sensitive")):
+        for name in names:
+            if name not in df.columns:
+                raise InputError(f"unknown column {name!r} given as {role}; the table has: "
+                                 f"{', '.join(map(str, df.columns))}")
+        dups = sorted({n for n in names if names.count(n) > 1})
+        if dups:
+            raise InputError(f"{role} column(s) given twice: {', '.join(map(repr, dups))}")
+    both = [n for n in sens if n in qis]
+    if both:
+        raise InputError(f"column {both[0]!r} is given both as quasi-identifier and as "
+                         f"sensitive; give it one role")
+
+
+def _sensitive_attribute(series: pd.Series, name: str,
+                         kinds: Mapping[str, Kind | str] | None,
+                         hierarchies: Mapping[str, Hierarchy] | None,
+                         orders: Mapping[str, Sequence[object]] | None) -> SensitiveAttribute:
+    kind = Kind((kinds or {})[name]) if name in (kinds or {}) else None
+    order = tuple((orders or {})[name]) if name in (orders or {}) else None
+    if order is not None and kind is None:
+        kind = Kind.ORDINAL
+    spec = ColumnSpec(name, Role.SENSITIVE, kind, (hierarchies or {}).get(name), order)
+    return SensitiveAttribute.from_encoded(encode_column(series, spec, allow_missing=True))
+
+
+def _row_values(frame: pd.DataFrame, row: int) -> dict[str, object]:
+    return {str(name): _plain(frame.iat[row, i]) for i, name in enumerate(frame.columns)}
+
+
+def _plain(value: object) -> object:
+    """A cell as a plain Python value (None when missing), for reports and JSON."""
+    if value is None or (not isinstance(value, (list, tuple, set, dict)) and
+                         bool(pd.isna(value))):  # type: ignore[call-overload]
+        return None
+    if isinstance(value, pd.Timestamp):
+        return value.isoformat()
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _params(model: PrivacyModel) -> str:
+    return ", ".join(f"{k}={v}" for k, v in model.parameters.items())

@@ -1,0 +1,265 @@
+"""Turning equivalence classes into released values: one label per class and QI.
+
+Given the rows of each class (as consecutive runs of an ordering of the table), every
+quasi-identifier gets one released value per class, in one of these forms:
+
+- ``range``: numeric / date / ordinal interval ``[lo-hi]`` (the value itself when lo == hi);
+- ``set``: the set of values present in the class, ``{a,b}``;
+- ``hierarchy``: the label of the lowest common ancestor in the column's hierarchy;
+- ``prefix``: the common prefix of the values, the rest masked: ``801**``;
+- ``mean`` / ``median``: microaggregation of a numeric column (values replaced by one number).
+
+Labels are built once per class, never per row; the released column is a Categorical whose
+codes are the class ids. Each form also reports its information loss per class (normalised
+certainty penalty, NCP, in [0, 1]), which the utility metrics aggregate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+import numpy as np
+import pandas as pd
+
+from anonkit.errors import InputError
+from anonkit.table import EncodedColumn, Kind
+
+MISSING_LABEL = "missing"
+
+
+class Form(StrEnum):
+    RANGE = "range"
+    SET = "set"
+    HIERARCHY = "hierarchy"
+    PREFIX = "prefix"
+    MEAN = "mean"
+    MEDIAN = "median"
+
+
+def default_form(column: EncodedColumn) -> Form:
+    """Hierarchy when one is given, else a range for ordered kinds and a set otherwise."""
+    if column.hierarchy is not None:
+        return Form.HIERARCHY
+    return Form.RANGE if column.kind.is_ordered else Form.SET
+
+
+def validate_form(column: EncodedColumn, form: Form | str) -> Form:
+    try:
+        form = Form(form)
+    except ValueError:
+        raise InputError(
+            f"unknown generalization {form!r} for column {column.name!r}; use one of "
+            f"{', '.join(f.value for f in Form)}") from None
+    if form is Form.HIERARCHY and column.hierarchy is None:
+        raise InputError(f"column {column.name!r}: generalization 'hierarchy' needs a "
+                         f"hierarchy (--hierarchy {column.name}=FILE)")
+    if form in (Form.MEAN, Form.MEDIAN, Form.RANGE) and not column.kind.is_ordered:
+        raise InputError(f"column {column.name!r} is categorical: generalization {form.value!r}"
+                         f" needs an ordered column; use 'set', 'prefix' or 'hierarchy'")
+    if form in (Form.MEAN, Form.MEDIAN) and column.kind is not Kind.NUMERIC:
+        raise InputError(f"column {column.name!r}: {form.value!r} needs a numeric column")
+    return form
+
+
+@dataclass(frozen=True)
+class ColumnGeneralization:
+    """One quasi-identifier's released value in every class."""
+
+    column: str
+    form: Form
+    labels: np.ndarray  # (n_classes,) released value per class (str, or float for mean/median)
+    loss: np.ndarray  # (n_classes,) NCP in [0, 1]
+    lo: np.ndarray  # (n_classes,) smallest code in the class
+    hi: np.ndarray  # (n_classes,) largest code in the class
+
+    def released(self, class_ids: np.ndarray) -> pd.Series | pd.Categorical:
+        """The released column: per row, its class's label (a Categorical, no row strings)."""
+        if self.form in (Form.MEAN, Form.MEDIAN):
+            return pd.Series(np.asarray(self.labels, dtype=np.float64)[class_ids])
+        uniques, inverse = np.unique(self.labels.astype(str), return_inverse=True)
+        categories = pd.Index(uniques.astype(object))
+        return pd.Categorical.from_codes(inverse.reshape(-1)[class_ids], categories=categories)
+
+
+def generalize_column(column: EncodedColumn, order: np.ndarray, starts: np.ndarray,
+                      form: Form) -> ColumnGeneralization:
+    """Generalize ``column`` for classes laid out as runs of ``order``.
+
+    ``order`` lists row indices class by class; class ``c`` is
+    ``order[starts[c]:starts[c + 1]]`` (the last runs to the end).
+    """
+    grouped = column.codes[order]
+    lo = np.minimum.reduceat(grouped, starts)
+    hi = np.maximum.reduceat(grouped, starts)
+    if form is Form.RANGE:
+        labels, loss = _ranges(column, grouped, starts, lo, hi)
+    elif form is Form.SET:
+        labels, loss = _sets(column, grouped, starts)
+    elif form is Form.HIERARCHY:
+        labels, loss = _hierarchy(column, grouped, starts)
+    elif form is Form.PREFIX:
+        labels, loss = _prefixes(column, lo, hi)
+    else:
+        labels, loss = _aggregate(column, grouped, starts, form)
+    return ColumnGeneralization(column.name, form, labels, loss, lo, hi)
+
+
+def _class_of_position(starts: np.ndarray, n: int) -> np.ndarray:
+    sizes = np.diff(np.append(starts, n))
+    return np.repeat(np.arange(len(starts)), sizes)
+
+
+def _ranges(column: EncodedColumn, grouped: np.ndarray, starts: np.ndarray, lo: np.ndarray,
+            hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    has_missing = np.zeros(len(starts), dtype=bool)
+    if column.missing_code >= 0:
+        # the missing code is the largest: the range proper ends at the largest other code
+        is_missing = grouped == column.missing_code
+        has_missing = np.logical_or.reduceat(is_missing, starts)
+        masked = np.where(is_missing, -1, grouped)
+        hi = np.maximum.reduceat(masked, starts)
+        lo = np.where(lo == column.missing_code, -1, lo)
+    mags = column.magnitudes
+    all_missing = hi < 0
+    safe_lo = np.where(all_missing, 0, lo)
+    safe_hi = np.where(all_missing, 0, hi)
+    width = mags[safe_hi] - mags[safe_lo]
+    span = column.domain_span
+    loss = np.where(all_missing, 0.0, width / span if span > 0 else 0.0)
+    labels = _value_text(column, safe_lo)
+    many = safe_lo != safe_hi
+    if many.any():
+        sep = ", " if column.kind is Kind.DATE or (mags[~np.isnan(mags)] < 0).any() else "-"
+        low, high = labels[many].astype(str), _value_text(column, safe_hi[many]).astype(str)
+        labels[many] = np.char.add(np.char.add(np.char.add("[", low), sep),
+                                   np.char.add(high, "]")).astype(object)
+    if has_missing.any():
+        labels[all_missing] = MISSING_LABEL
+        mixed = has_missing & ~all_missing
+        labels[mixed] = [f"{lab} or {MISSING_LABEL}" for lab in labels[mixed]]
+        loss = np.where(mixed, 1.0, loss)
+    return labels, loss
+
+
+def _sets(column: EncodedColumn, grouped: np.ndarray,
+          starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    n_classes = len(starts)
+    card = column.cardinality
+    cls = _class_of_position(starts, len(grouped))
+    keys = np.unique(cls * card + grouped.astype(np.int64))
+    key_class = keys // card
+    key_code = keys % card
+    distinct = np.bincount(key_class, minlength=n_classes)
+    loss = (distinct - 1) / (card - 1) if card > 1 else np.zeros(n_classes)
+    bounds = np.cumsum(distinct)[:-1]
+    members = np.split(_value_text(column, key_code), bounds)
+    labels = np.empty(n_classes, dtype=object)
+    labels[:] = [m[0] if len(m) == 1 else "{" + ",".join(m) + "}" for m in members]
+    return labels, loss
+
+
+def _hierarchy(column: EncodedColumn, grouped: np.ndarray,
+               starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    hierarchy = column.hierarchy
+    assert hierarchy is not None and column.hierarchy_leaf is not None
+    n_classes = len(starts)
+    leaf = column.hierarchy_leaf[grouped]
+    missing = leaf < 0
+    cls = _class_of_position(starts, len(grouped))
+    safe_leaf = np.where(missing, 0, leaf)
+    level = hierarchy.lowest_common_level(cls, safe_leaf, n_classes)
+    # a class mixing missing and present values is generalized to the root
+    has_missing = np.logical_or.reduceat(missing, starts)
+    all_missing = np.logical_and.reduceat(missing, starts)
+    level = np.where(has_missing & ~all_missing, hierarchy.height - 1, level)
+    first_leaf = safe_leaf[starts]
+    labels = hierarchy.labels[first_leaf, level].astype(object)
+    labels[all_missing] = MISSING_LABEL
+    under = np.zeros(n_classes, dtype=np.float64)
+    for lv in range(hierarchy.height):
+        at = level == lv
+        if at.any():
+            under[at] = hierarchy.leaves_under(lv)[first_leaf[at]]
+    n_leaves = len(hierarchy)
+    loss = (under - 1) / (n_leaves - 1) if n_leaves > 1 else np.zeros(n_classes)
+    loss = np.where(all_missing, 0.0, loss)
+    return labels, loss
+
+
+def _prefixes(column: EncodedColumn, lo: np.ndarray,
+              hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Codes of a categorical column without hierarchy are in alphabetical order, so the
+    common prefix of a class is that of its smallest and largest value."""
+    if column.kind is not Kind.CATEGORICAL:
+        raise InputError(f"column {column.name!r}: 'prefix' generalization needs a text column")
+    text = _value_text(column)
+    first, last = text[lo], text[hi]
+    common = np.array([len(_common_prefix(a, b)) for a, b in zip(first, last, strict=True)])
+    labels = np.empty(len(lo), dtype=object)
+    labels[:] = [a[:c] + "*" * (max(len(a), len(b)) - c) if a != b else a
+                 for a, b, c in zip(first, last, common, strict=True)]
+    # values covered by a label: those sharing its prefix (a run of codes, found by search)
+    sorted_text = text.astype(str)
+    prefixes = np.array([a[:c] for a, c in zip(first, common, strict=True)], dtype=str)
+    left = np.searchsorted(sorted_text, prefixes, side="left")
+    right = np.searchsorted(sorted_text, np.char.add(prefixes, "\U0010ffff"), side="left")
+    covered = np.where(first == last, 1, right - left)
+    card = column.cardinality
+    loss = (covered - 1) / (card - 1) if card > 1 else np.zeros(len(lo))
+    return labels, loss
+
+
+def _aggregate(column: EncodedColumn, grouped: np.ndarray, starts: np.ndarray,
+               form: Form) -> tuple[np.ndarray, np.ndarray]:
+    mags = column.magnitudes[grouped]
+    if np.isnan(mags).any():
+        raise InputError(f"column {column.name!r}: {form.value} generalization cannot take "
+                         f"missing values; use 'range'")
+    n_classes = len(starts)
+    sizes = np.diff(np.append(starts, len(grouped)))
+    if form is Form.MEAN:
+        labels = np.add.reduceat(mags, starts) / sizes
+    else:
+        cls = _class_of_position(starts, len(grouped))
+        order = np.lexsort((mags, cls))
+        sorted_m = mags[order]
+        lower = sorted_m[starts + (sizes - 1) // 2]
+        upper = sorted_m[starts + sizes // 2]
+        labels = (lower + upper) / 2
+    width = np.maximum.reduceat(mags, starts) - np.minimum.reduceat(mags, starts)
+    span = column.domain_span
+    loss = width / span if span > 0 else np.zeros(n_classes)
+    return labels.astype(np.float64), loss
+
+
+def _value_text(column: EncodedColumn, codes: np.ndarray | None = None) -> np.ndarray:
+    """Released text of the values at ``codes`` (default: every code): integers without
+    '.0', dates as ISO days, the missing code as ``missing``. Vectorised: a numeric column
+    may have a million distinct values."""
+    codes = np.arange(column.cardinality) if codes is None else np.asarray(codes)
+    out = np.full(len(codes), MISSING_LABEL, dtype=object)
+    present = codes != column.missing_code if column.missing_code >= 0 else slice(None)
+    values = column.values[codes[present]]
+    if column.kind is Kind.DATE:
+        out[present] = pd.to_datetime(pd.Series(values)).dt.strftime("%Y-%m-%d").to_numpy(
+            dtype=object)
+    elif column.kind is Kind.NUMERIC:
+        f = np.asarray(values, dtype=np.float64)
+        whole = np.isfinite(f) & (f == np.round(f))
+        text = np.empty(len(f), dtype=object)
+        text[whole] = f[whole].astype(np.int64).astype(str)
+        text[~whole] = np.char.mod("%g", f[~whole]) if (~whole).any() else []
+        out[present] = text
+    else:
+        out[present] = np.asarray(values).astype(str)
+    return out
+
+
+def _common_prefix(a: str, b: str) -> str:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return a[:n]

@@ -1,0 +1,451 @@
+"""Reading and writing tables (CSV, Parquet) fast, with errors a user can act on, and
+atomic writes so a failed run never leaves a half-written release behind.
+
+CSV goes through pyarrow's multi-threaded reader and writer (pandas' own are several times
+slower on a million rows); the DataFrame returned is numpy-backed (object for text) because
+the rest of anonkit factorizes with pandas/numpy.
+
+Reading CSV, types are inferred per column (int64, float64, bool, dates, text). Two
+deviations from plain pyarrow inference:
+
+* A column of whole numbers of which some are written with a leading zero (zip codes such
+  as ``02139``) stays text, so ``02139`` does not become ``2139``. ``text_columns`` forces
+  text for other columns (codes that happen to have no leading zero in this file).
+* ``YYYY-MM-DD`` columns become ``datetime64[ms]`` (pyarrow's date32), not ``date`` objects.
+
+Missing values: an empty cell (or ``NA``, ``null``, ``NaN``, …) is missing in a numeric or
+date column; in a text column the cell is kept as the text (``""``, ``"NA"``), which
+:func:`anonkit.table.encode` treats as missing when blank.
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import os
+import secrets
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
+
+from anonkit.errors import InputError
+
+__all__ = [
+    "CSV_SEPARATORS",
+    "PARQUET_SUFFIXES",
+    "atomic_write",
+    "check_output_path",
+    "read_table",
+    "sniff_separator",
+    "table_format",
+    "write_table",
+]
+
+#: Separators tried when none is given, in order of preference on a tie.
+CSV_SEPARATORS = (",", ";", "\t", "|")
+PARQUET_SUFFIXES = (".parquet", ".pq")
+
+_SAMPLE_BLOCK = 1 << 20  # bytes used to find the integer columns before the full read
+_SEP_NAMES = {"tab": "\t", "\\t": "\t", "comma": ",", "semicolon": ";", "pipe": "|"}
+
+
+def table_format(path: str | Path, fmt: str | None = None) -> str:
+    """``'csv'`` or ``'parquet'``: ``fmt`` when given, else from the file's suffix
+    (``.parquet``/``.pq`` are Parquet, anything else CSV)."""
+    if fmt is not None:
+        fmt = fmt.lower().strip().lstrip(".")
+        if fmt in ("pq", "parquet"):
+            return "parquet"
+        if fmt in ("csv", "tsv", "txt"):
+            return "csv"
+        raise InputError(f"unknown table format {fmt!r}; use 'csv' or 'parquet'")
+    return "parquet" if Path(path).suffix.lower() in PARQUET_SUFFIXES else "csv"
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def read_table(
+    path: str | Path,
+    sep: str | None = None,
+    columns: Sequence[str] | None = None,
+    *,
+    text_columns: Sequence[str] = (),
+    fmt: str | None = None,
+) -> pd.DataFrame:
+    """Read a CSV or Parquet file into a numpy-backed DataFrame.
+
+    ``sep`` (CSV only) is sniffed from the header line among ``, ; \\t |`` when not
+    given. ``columns`` reads only those columns, in that order. ``text_columns`` (CSV)
+    keeps those columns as text whatever they look like. Column names are stripped of
+    surrounding spaces (``a, b`` headers are common). Every problem with the file is an
+    :class:`InputError` naming the file and, where it can, the line.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"input file not found: {path}; check the path")
+    if path.is_dir():
+        raise InputError(f"input path {path} is a directory; give a CSV or Parquet file")
+    if columns is not None:
+        columns = [columns] if isinstance(columns, str) else list(columns)
+    if table_format(path, fmt) == "parquet":
+        table = _read_parquet(path, columns)
+    else:
+        table = _read_csv(path, sep, columns, list(text_columns))
+    if table.num_rows == 0:
+        what = "has no rows" if table_format(path, fmt) == "parquet" else \
+            "has a header but no data rows"
+        raise InputError(f"{path} {what}; give at least one data row")
+    return _to_pandas(table)
+
+
+def _read_parquet(path: Path, columns: list[str] | None) -> pa.Table:
+    try:
+        schema = pq.read_schema(path)
+        if columns is not None:
+            _check_requested(path, columns, schema.names)
+        table = pq.read_table(path, columns=columns)
+    except InputError:
+        raise
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        raise InputError(
+            f"cannot read {path} as Parquet ({_first_line(exc)}); check that it is a "
+            f"complete Parquet file, or give a .csv file") from None
+    _check_duplicates(path, table.column_names)
+    return table
+
+
+def _read_csv(path: Path, sep: str | None, columns: list[str] | None,
+              text_columns: list[str]) -> pa.Table:
+    header_line = _header_line(path)
+    if header_line is None:
+        raise InputError(f"{path} is empty; give a CSV file with a header line and rows")
+    try:
+        header_text = header_line.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise _not_utf8(path) from None
+    sep = _resolve_sep(sep, header_text)
+    # raw names (before stripping) are what pyarrow matches in include_columns/column_types
+    raw_names = next(csv.reader([header_text.rstrip("\r\n")], delimiter=sep), [])
+    header = [name.strip() for name in raw_names]
+    _check_duplicates(path, header)
+    raw_of = dict(zip(header, raw_names, strict=True))
+    if columns is not None:
+        _check_requested(path, columns, header)
+    unknown_text = [c for c in text_columns if c not in header]
+    if unknown_text:
+        raise InputError(f"text column {unknown_text[0]!r} is not in {path}; its columns "
+                         f"are: {', '.join(header)}")
+    wanted = {raw_of[c] for c in (header if columns is None else columns)}
+    forced = {raw_of[c] for c in text_columns} & wanted
+    include = None if columns is None else [raw_of[c] for c in columns]
+
+    def read(parse: pa_csv.ParseOptions) -> tuple[pa.Table, list[str]]:
+        int_columns = [c for c in _sample_integer_columns(path, parse)
+                       if c in wanted and c not in forced]
+        convert = pa_csv.ConvertOptions(
+            include_columns=include,
+            column_types={c: pa.string() for c in (*forced, *int_columns)})
+        return pa_csv.read_csv(path, parse_options=parse, convert_options=convert), int_columns
+
+    try:
+        try:
+            table, int_columns = read(pa_csv.ParseOptions(delimiter=sep))
+        except pa.ArrowInvalid as exc:
+            if "Expected" not in str(exc) or "columns" not in str(exc):
+                raise
+            # A quoted value holding a line break splits rows unless the (slower) parser
+            # mode that allows it is on; retry so such files read, ragged ones still fail.
+            table, int_columns = read(pa_csv.ParseOptions(delimiter=sep,
+                                                          newlines_in_values=True))
+    except UnicodeDecodeError:
+        raise _not_utf8(path) from None
+    except pa.ArrowInvalid as exc:
+        raise _csv_error(path, sep, exc) from None
+    if any(pa.types.is_binary(t) or pa.types.is_large_binary(t) for t in table.schema.types):
+        raise _not_utf8(path)
+    table = table.rename_columns([c.strip() for c in table.column_names])
+    for name in int_columns:
+        i = table.schema.get_field_index(name.strip())
+        table = table.set_column(i, name.strip(), _integers_unless_leading_zeros(table[i]))
+    return table
+
+
+def _header_line(path: Path) -> bytes | None:
+    """The first non-blank line (pyarrow skips blank lines too); None for a blank file."""
+    with open(path, "rb") as fh:
+        for line in fh:
+            if line.lstrip(codecs.BOM_UTF8).strip():
+                return line
+    return None
+
+
+def _sample_integer_columns(path: Path, parse: pa_csv.ParseOptions) -> list[str]:
+    """Columns typed integer in the first block: the ones that may hide leading zeros."""
+    options = pa_csv.ReadOptions(block_size=_SAMPLE_BLOCK, use_threads=False)
+    with pa_csv.open_csv(path, read_options=options, parse_options=parse) as reader:
+        return [f.name for f in reader.schema if pa.types.is_integer(f.type)]
+
+
+_NULL_TEXTS = pa.array(pa_csv.ConvertOptions().null_values, type=pa.string())
+
+
+def _integers_unless_leading_zeros(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """A column read as text because its sample looked integer: int64 as pyarrow would
+    infer it, but kept as text when some value starts with a 0 followed by more (a code,
+    not a number), and float64 or text when later rows are not whole numbers."""
+    if pc.any(pc.starts_with(column, "0")).as_py():  # cheap test first: '0' itself is common
+        trimmed = pc.utf8_trim_whitespace(column)
+        code_like = pc.and_(pc.starts_with(trimmed, "0"),
+                            pc.greater(pc.binary_length(trimmed), 1))
+        if pc.any(code_like).as_py():
+            return column
+    with suppress(pa.ArrowInvalid):  # fast path: plain digits, no missing cells
+        return pc.cast(column, pa.int64())
+    trimmed = pc.utf8_trim_whitespace(column)
+    if pc.any(pc.starts_with(trimmed, "0")).as_py():  # ' 0213' hides behind a space
+        code_like = pc.and_(pc.starts_with(trimmed, "0"),
+                            pc.greater(pc.binary_length(trimmed), 1))
+        if pc.any(code_like).as_py():
+            return column
+    values = pc.if_else(pc.is_in(trimmed, value_set=_NULL_TEXTS),
+                        pa.scalar(None, pa.string()), trimmed)
+    for target in (pa.int64(), pa.float64()):
+        with suppress(pa.ArrowInvalid):
+            return pc.cast(values, target)
+    return column
+
+
+def _resolve_sep(sep: str | None, head: str) -> str:
+    if sep is None:
+        return sniff_separator(head)
+    sep = _SEP_NAMES.get(sep.lower(), sep) if isinstance(sep, str) else sep
+    if not isinstance(sep, str) or len(sep.encode()) != 1 or sep in "\r\n\"":
+        raise InputError(f"separator must be one ASCII character such as ',' ';' or "
+                         f"'\\t' (or 'tab'), got {sep!r}")
+    return sep
+
+
+def sniff_separator(head: bytes | str) -> str:
+    """The separator of a CSV from its first line: the most frequent of ``, ; \\t |``
+    outside quotes (',' when none occurs, e.g. a one-column file)."""
+    text = head.decode("utf-8", errors="replace") if isinstance(head, bytes) else head
+    line = text.lstrip("\ufeff").splitlines()[0] if text.strip() else ""
+    outside = "".join(part for i, part in enumerate(line.split('"')) if i % 2 == 0)
+    counts = [outside.count(s) for s in CSV_SEPARATORS]
+    best = max(range(len(CSV_SEPARATORS)), key=lambda i: (counts[i], -i))
+    return CSV_SEPARATORS[best] if counts[best] else ","
+
+
+def _check_duplicates(path: Path, names: Sequence[str]) -> None:
+    seen: set[str] = set()
+    dups = sorted({n for n in names if n in seen or seen.add(n)})  # type: ignore[func-returns-value]
+    if dups:
+        raise InputError(
+            f"{path} has duplicate column names: {', '.join(map(repr, dups))}; rename them "
+            f"so each column has its own name")
+
+
+def _check_requested(path: Path, columns: Sequence[str], names: Sequence[str]) -> None:
+    unknown = [c for c in columns if c not in names]
+    if unknown:
+        raise InputError(f"column {unknown[0]!r} is not in {path}; its columns are: "
+                         f"{', '.join(names)}")
+
+
+def _csv_error(path: Path, sep: str, exc: Exception) -> InputError:
+    message = str(exc)
+    if "Empty CSV" in message:
+        return InputError(f"{path} is empty; give a CSV file with a header line and rows")
+    if "UTF8" in message or "UTF-8" in message:
+        return _not_utf8(path)
+    if "Expected" in message and "columns" in message:
+        found = _ragged_line(path, sep)
+        if found is not None:
+            line, got, expected = found
+            return InputError(
+                f"{path} line {line} has {got} field(s) but the header has {expected}; fix "
+                f"that row (a stray {sep!r} or quote?) or give the right separator (--sep)")
+    return InputError(f"cannot read {path} as CSV ({_first_line(exc)}); check the "
+                      f"separator (--sep) and quoting")
+
+
+def _ragged_line(path: Path, sep: str) -> tuple[int, int, int] | None:
+    """(line number, fields, expected) of the first row whose field count differs from
+    the header's. Error path only: a Python pass over the file is fine here."""
+    with open(path, encoding="utf-8-sig", errors="replace", newline="") as fh:
+        reader = csv.reader(fh, delimiter=sep)
+        expected = None
+        for row in reader:
+            if not row:  # blank lines are skipped by the reader too
+                continue
+            if expected is None:
+                expected = len(row)
+            elif len(row) != expected:
+                return reader.line_num, len(row), expected
+    return None
+
+
+def _not_utf8(path: Path) -> InputError:
+    """Locate the first byte that is not UTF-8 (error path: reads the whole file)."""
+    data = path.read_bytes()
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        return InputError(
+            f"{path} is not UTF-8 text: line {line}, byte {exc.start} (column {column}) is "
+            f"0x{data[exc.start]:02x}; re-save the file as UTF-8 (e.g. iconv -f latin1 "
+            f"-t utf-8)")
+    return InputError(f"{path} is not UTF-8 text; re-save it as UTF-8")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+def _to_pandas(table: pa.Table) -> pd.DataFrame:
+    """numpy-backed columns: dictionaries decoded (Parquet written from a Categorical)
+    and decimals as float64, since downstream code factorizes with pandas/numpy."""
+    for i, field in enumerate(table.schema):
+        if pa.types.is_dictionary(field.type):
+            table = table.set_column(i, field.name, pc.cast(table[i], field.type.value_type))
+        elif pa.types.is_decimal(field.type):
+            table = table.set_column(i, field.name, pc.cast(table[i], pa.float64()))
+    return table.to_pandas(date_as_object=False, split_blocks=True, self_destruct=True)
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def write_table(df: pd.DataFrame, path: str | Path, fmt: str | None = None, *,
+                sep: str | None = None) -> None:
+    """Write ``df`` (without its index) as CSV or Parquet, atomically.
+
+    ``fmt`` defaults from the suffix (see :func:`table_format`). CSV uses ``sep``
+    (default ',' and '\\t' for ``.tsv``), quotes text values (pyarrow's "needed" style:
+    every text value is quoted, numbers are not), writes missing values as empty cells and
+    dates without a time of day as ``YYYY-MM-DD``. Categorical columns are written by
+    decoding their dictionary in Arrow, never through per-row Python strings.
+    """
+    path = Path(path)
+    fmt = table_format(path, fmt)
+    table = _to_arrow(df)
+    with atomic_write(path) as tmp:
+        if fmt == "parquet":
+            pq.write_table(table, tmp)
+            return
+        if sep is None:
+            sep = "\t" if path.suffix.lower() == ".tsv" else ","
+        sep = _resolve_sep(sep, "")
+        table = _csv_ready(table)
+        options = pa_csv.WriteOptions(include_header=True, delimiter=sep)
+        try:
+            pa_csv.write_csv(table, tmp, write_options=options)
+        except pa.ArrowException as exc:
+            raise InputError(f"cannot write {path} as CSV ({_first_line(exc)})") from None
+
+
+def _to_arrow(df: pd.DataFrame) -> pa.Table:
+    """Column by column, so one column of mixed types (numbers and text in an object
+    column) is written as text instead of failing the whole table."""
+    if not isinstance(df, pd.DataFrame):
+        raise InputError(f"write_table needs a pandas DataFrame, got {type(df).__name__}")
+    names = [str(c) for c in df.columns]
+    _check_duplicates(Path("the table"), names)
+    arrays = []
+    for i in range(len(names)):
+        series = df.iloc[:, i]
+        try:
+            array = pa.array(series, from_pandas=True)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            # mixed types: text of each value (rare; the only per-row Python here)
+            text = series.astype(str).where(series.notna(), None)
+            array = pa.array(text, type=pa.string(), from_pandas=True)
+        arrays.append(array)
+    return pa.Table.from_arrays(arrays, names=names)
+
+
+def _csv_ready(table: pa.Table) -> pa.Table:
+    """Types the CSV writer handles well: dictionary -> its values, timestamps that are
+    all at midnight -> date32 (``2021-03-04`` instead of ``2021-03-04 00:00:00.000``)."""
+    for i, field in enumerate(table.schema):
+        column = table[i]
+        if pa.types.is_dictionary(field.type):
+            column = pc.cast(column, field.type.value_type)
+        if pa.types.is_timestamp(column.type) and column.type.tz is None and \
+                pc.all(pc.equal(pc.floor_temporal(column, unit="day"), column)).as_py() \
+                is not False:  # (a cast to date32 would silently drop a time of day)
+            column = pc.cast(column, pa.date32())
+        if column is not table[i]:
+            table = table.set_column(i, field.name, column)
+    return table
+
+
+@contextmanager
+def atomic_write(path: str | Path) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; on success it is flushed to disk and
+    renamed over ``path`` in one step, on any error it is removed and ``path`` is left as
+    it was. Readers never see a half-written file, and a crash leaves at most a hidden
+    ``.name.xxxx.tmp`` file.
+
+    The temporary file exists (empty) when the block starts; writers may overwrite it.
+    An existing ``path`` keeps its permission bits.
+    """
+    path = Path(path)
+    parent = path.parent
+    if not parent.is_dir():
+        raise InputError(f"output directory {parent} does not exist; create it first")
+    if path.is_dir():
+        raise InputError(f"output path {path} is a directory; give a file name")
+    tmp = parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    except PermissionError:
+        raise InputError(f"cannot write to {parent}: permission denied") from None
+    os.close(fd)
+    try:
+        with suppress(FileNotFoundError):
+            os.chmod(tmp, path.stat().st_mode & 0o7777)
+        yield tmp
+        _fsync(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        with suppress(OSError):
+            tmp.unlink()
+        raise
+    with suppress(OSError):  # make the rename itself durable; not possible everywhere
+        dir_fd = os.open(parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def check_output_path(input_path: str | Path, output_path: str | Path) -> None:
+    """Refuse an output that is the input (same file by path, symlink or hard link):
+    the release would replace the original data."""
+    inp, out = Path(input_path), Path(output_path)
+    if inp.exists() and out.exists():
+        same = os.path.samefile(inp, out)
+    else:
+        same = inp.resolve() == out.resolve()
+    if same:
+        raise InputError(f"output {out} is the input file {inp}; writing would overwrite "
+                         f"the input, so choose another output path")

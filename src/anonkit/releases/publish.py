@@ -1,0 +1,380 @@
+"""Publishing a release: the file and its history row appear together or not at all.
+
+The protocol (one publish of release ``n`` of a dataset to ``OUTPUT``):
+
+1. Validate: the key column has no missing or duplicate value; the columns and their roles
+   are those of release ``n - 1``. Note ``n``: the latest release when we start, plus one.
+2. Pseudonymise the keys, run the method (from the registry), require its verdicts to pass.
+3. Write the release to a temporary file beside ``OUTPUT``
+   (``.anonkit-tmp-<pid>-<random>-<name>``), flush it to disk, hash it (SHA-256).
+4. One database transaction: insert release ``n`` (recording the temporary name as
+   ``pending_path``), its classes and its records; commit. *This commit is the moment the
+   release exists.* If release ``n`` was committed meanwhile by another process, the unique
+   constraint on (dataset, seq) refuses it: :class:`ConcurrentPublishError`, nothing written.
+5. Rename the temporary file to ``OUTPUT`` (atomic on POSIX) and flush the directory.
+6. Clear ``pending_path`` (a second, tiny transaction).
+
+Failures: before step 4 commits, the transaction rolls back (or, if the process is killed,
+the database discards it: SQLite's journal, PostgreSQL's dropped connection) and the
+temporary file is removed (a killed process leaves it; the next publish to the same output
+deletes temporary files of dead processes). The history and ``OUTPUT`` are as they were.
+
+A kill between 4 and 6 leaves a committed release whose file is still at its temporary name,
+complete and flushed, with its hash recorded. Whoever opens the history next
+(:meth:`HistoryStore.recover`) finishes the job: renames the file if its hash matches and
+clears ``pending_path``. We commit before renaming, not after, on purpose: the other order's
+crash window leaves a *published file with no history row*, which the audit would never
+see; ours leaves a recorded release whose file is not yet visible, which is only
+conservative (the audit counts a release an adversary may not even have).
+
+Methods come from a registry so sequential engines can plug in: ``register_method(name, fn)``
+with ``fn(df, request, context) -> AnonymizationResult``. The context carries the history
+store, the previous release and every input row's pseudonym, so an engine can honour the
+previous release (m-invariance keeps signatures, incremental (k,e) checks Lemma 1).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+import pandas as pd
+
+from anonkit.errors import HistoryError, InputError
+from anonkit.hierarchy.base import Hierarchy
+from anonkit.releases.store import (
+    HistoryStore,
+    PreparedRelease,
+    ReleaseInfo,
+    ReleaseView,
+    fsync_directory,
+    sha256_file,
+    summarize_classes,
+)
+from anonkit.result import AnonymizationResult
+from anonkit.table import Kind, Schema
+
+_TMP_PREFIX = ".anonkit-tmp-"
+_MAX_ROWS_NAMED = 10
+
+#: Test seam for the crash tests: a stage name -> a function called at that stage
+#: (``written``: temp file complete; ``inserted``: rows inserted, not committed;
+#: ``committed``: committed, file not yet renamed). Empty in normal use.
+PUBLISH_HOOKS: dict[str, Callable[[], None]] = {}
+
+
+# -- what to publish -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PublishRequest:
+    """The roles and the method of a release (everything but the data and the output)."""
+
+    dataset: str
+    key: str
+    quasi_identifiers: Sequence[str]
+    sensitive: Sequence[str] = ()
+    identifiers: Sequence[str] = ()
+    method: str = "mondrian"
+    options: Mapping[str, object] = field(default_factory=dict)
+    hierarchies: Mapping[str, Hierarchy] = field(default_factory=dict)
+    kinds: Mapping[str, Kind | str] = field(default_factory=dict)
+
+
+@dataclass
+class PublishContext:
+    """What a method gets besides the data: the history, as of the start of this publish."""
+
+    store: HistoryStore
+    dataset: str
+    seq: int  # the number this release will get
+    schema: Schema  # the input's roles (the key column is an identifier)
+    pseudonyms: list[bytes]  # per input row, HMAC of its key (the history's record key)
+    previous: ReleaseInfo | None
+    _previous_view: ReleaseView | None = None
+
+    def previous_view(self) -> ReleaseView | None:
+        """The previous release's classes and pseudonym -> class map (loaded once)."""
+        if self.previous is not None and self._previous_view is None:
+            self._previous_view = self.store.load(self.previous)
+        return self._previous_view
+
+
+class MethodFn(Protocol):
+    def __call__(self, df: pd.DataFrame, request: PublishRequest,
+                 context: PublishContext) -> AnonymizationResult: ...
+
+
+_METHODS: dict[str, MethodFn] = {}
+
+
+def register_method(name: str, fn: MethodFn, *, replace: bool = False) -> None:
+    """Make ``fn`` available as ``anonkit release publish --method NAME``.
+
+    ``fn(df, request, context)`` must return an :class:`AnonymizationResult` whose rows are
+    the input's rows in order (row ``i`` of ``data`` and ``class_ids`` is input row ``i``).
+    """
+    if name in _METHODS and not replace:
+        raise ValueError(f"a release method named {name!r} is already registered")
+    _METHODS[name] = fn
+
+
+def registered_methods() -> list[str]:
+    return sorted(_METHODS)
+
+
+def method_for(name: str) -> MethodFn:
+    try:
+        return _METHODS[name]
+    except KeyError:
+        raise InputError(f"unknown release method {name!r}; registered methods: "
+                         f"{', '.join(registered_methods())}") from None
+
+
+_MONDRIAN_OPTIONS = ("strategy", "generalization", "remove_cut_dimension",
+                     "single_dimensional", "allow_missing", "seed")
+
+
+def _mondrian(df: pd.DataFrame, request: PublishRequest,
+              context: PublishContext) -> AnonymizationResult:
+    """One-shot Mondrian on this version of the table, ignoring earlier releases: the naive
+    re-publication the audit exists to catch."""
+    from anonkit.algorithms.mondrian import Mondrian
+
+    options = dict(request.options)
+    k = options.pop("k", None)
+    models = options.pop("models", ())
+    unknown = sorted(set(options) - set(_MONDRIAN_OPTIONS))
+    if unknown:
+        raise InputError(f"mondrian has no option {', '.join(map(repr, unknown))}; its options "
+                         f"are k, models, {', '.join(_MONDRIAN_OPTIONS)}")
+    engine = Mondrian(k=None if k is None else int(k),  # type: ignore[call-overload]
+                      models=list(models), **options)  # type: ignore[arg-type]
+    return engine.anonymize(df, schema=context.schema)
+
+
+register_method("mondrian", _mondrian)
+
+
+# -- publishing ----------------------------------------------------------------------------
+
+
+def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
+            output: str | os.PathLike[str], fmt: str | None = None,
+            timings: dict[str, float] | None = None) -> ReleaseInfo:
+    """Anonymize ``df`` with ``request.method`` and publish it to ``output`` as the next
+    release of ``request.dataset``, atomically with its history row (see the module).
+
+    ``timings``, when given, receives the seconds spent per phase: ``validate``,
+    ``pseudonyms``, ``method``, ``summarize``, ``write`` (the file), ``hash`` (of the file),
+    ``record`` (the history transaction), ``rename``.
+    """
+    clock = _Clock(timings)
+    output = Path(output).absolute()
+    method = method_for(request.method)
+    _check_dataset_name(request.dataset)
+    previous = store.latest(request.dataset)
+    schema = _schema(df, request)
+    if previous is not None:
+        _check_same_roles(previous, schema, request)
+    check_key_column(df, request.key)
+    if not output.parent.is_dir():
+        raise InputError(f"output folder {output.parent} does not exist; create it first")
+    if output.is_dir():
+        raise InputError(f"output path {output} is a folder; give a file name")
+
+    clock.lap("validate")
+    pseudonyms = store.pseudonyms(request.dataset, df[request.key])
+    clock.lap("pseudonyms")
+    seq = previous.seq + 1 if previous is not None else 1
+    context = PublishContext(store, request.dataset, seq, schema, pseudonyms, previous)
+    result = method(df, request, context)
+    result.require_passed()
+    clock.lap("method")
+    if len(result.data) != len(df) or len(result.class_ids) != len(df):
+        raise HistoryError(f"method {request.method!r} returned {len(result.data)} rows for "
+                           f"{len(df)} input rows; the history maps every input row to its "
+                           f"class, so the release cannot be recorded")
+    release = prepare_release(result, request, seq, pseudonyms, len(df))
+    clock.lap("summarize")
+
+    _remove_orphans(output, store)
+    tmp = output.with_name(f"{_TMP_PREFIX}{os.getpid()}-{secrets.token_hex(4)}-{output.name}")
+    committed = False
+    try:
+        result.write(tmp, fmt=fmt)
+        clock.lap("write")
+        release.content_hash = sha256_file(tmp)
+        release.file_size = tmp.stat().st_size
+        release.output_path = str(output)
+        release.pending_path = str(tmp)
+        clock.lap("hash")
+        _stage("written")
+        info = store.commit_release(release, before_commit=lambda: _stage("inserted"))
+        committed = True
+        clock.lap("record")
+        _stage("committed")
+        try:
+            os.replace(tmp, output)
+        except FileNotFoundError:  # a concurrent recover() renamed it for us
+            if sha256_file(output) != release.content_hash:
+                raise
+        fsync_directory(output.parent)
+        store.clear_pending(info.id)
+        clock.lap("rename")
+    finally:
+        if not committed:
+            with suppress(OSError):
+                tmp.unlink()
+    return store.release(request.dataset, seq)
+
+
+def prepare_release(result: AnonymizationResult, request: PublishRequest, seq: int,
+                    pseudonyms: Sequence[bytes], n_input_rows: int) -> PreparedRelease:
+    """The history rows of a release: classes as an adversary sees them, and the records
+    (pseudonym -> class) sorted by pseudonym, the order the primary key index wants."""
+    schema = result.schema
+    class_rows = summarize_classes(result.data, result.class_ids, result.classes,
+                                   schema.quasi_identifiers, schema.sensitive)
+    order = np.argsort(np.array(pseudonyms, dtype="S32"), kind="stable")
+    keys = np.empty(len(pseudonyms), dtype=object)
+    keys[:] = pseudonyms
+    return PreparedRelease(
+        dataset=request.dataset, seq=seq, method=result.method,
+        parameters=dict(result.parameters), key_column=request.key,
+        columns=schema.describe(), quasi_identifiers=schema.quasi_identifiers,
+        sensitive=schema.sensitive,
+        models=[{"model": v.model, "parameters": dict(v.parameters)} for v in result.verdicts],
+        verdicts=[v.to_dict() for v in result.verdicts], n_input_rows=n_input_rows,
+        n_released_rows=len(result.data), class_rows=class_rows,
+        record_hashes=keys[order].tolist(),
+        record_classes=np.asarray(result.class_ids, dtype=np.int64)[order].tolist())
+
+
+# -- validation ----------------------------------------------------------------------------
+
+
+def check_key_column(df: pd.DataFrame, key: str) -> None:
+    """The record key must name every row once: refuse missing and duplicate values,
+    naming the rows (0-based data rows, as pandas numbers them)."""
+    if key not in df.columns:
+        raise InputError(f"key column {key!r} is not in the table; it has: "
+                         f"{', '.join(map(str, df.columns))}")
+    column = df[key]
+    blank = column.isna().to_numpy()
+    if column.dtype == object:
+        blank |= column.astype(str).str.strip().eq("").to_numpy()
+    if blank.any():
+        rows = np.flatnonzero(blank)
+        raise InputError(f"key column {key!r} has {len(rows)} missing values, in rows "
+                         f"{_rows(rows)}; every record needs a key")
+    dup = column.duplicated(keep=False).to_numpy()
+    if dup.any():
+        groups = pd.Series(np.flatnonzero(dup)).groupby(column[dup].to_numpy(), sort=False)
+        shown = [f"{value!r} in rows {_rows(rows.to_numpy())}"
+                 for value, rows in list(groups)[:_MAX_ROWS_NAMED]]
+        more = f" and {groups.ngroups - _MAX_ROWS_NAMED} more values" \
+            if groups.ngroups > _MAX_ROWS_NAMED else ""
+        raise InputError(f"key column {key!r} has duplicate values: {'; '.join(shown)}{more}; "
+                         f"the key must name each record once")
+
+
+def _rows(rows: np.ndarray) -> str:
+    shown = ", ".join(str(int(r)) for r in rows[:_MAX_ROWS_NAMED])
+    return shown + (f" and {len(rows) - _MAX_ROWS_NAMED} more" if len(rows) > _MAX_ROWS_NAMED
+                    else "")
+
+
+def _check_dataset_name(name: str) -> None:
+    if not name or not name.strip() or len(name) > 200 or any(ord(c) < 32 for c in name):
+        raise InputError(f"invalid dataset name {name!r}: give 1 to 200 printable characters")
+
+
+def _schema(df: pd.DataFrame, request: PublishRequest) -> Schema:
+    roles = {"quasi-identifier": request.quasi_identifiers, "sensitive": request.sensitive}
+    for role, names in roles.items():
+        if request.key in names:
+            raise InputError(f"the key column {request.key!r} is also given as {role}; the "
+                             f"key identifies records and is never released: give it one role")
+    identifiers = [*request.identifiers]
+    if request.key not in identifiers:
+        identifiers.append(request.key)
+    return Schema.from_roles(df, request.quasi_identifiers, list(request.sensitive),
+                             identifiers, kinds=request.kinds, hierarchies=request.hierarchies)
+
+
+def _check_same_roles(previous: ReleaseInfo, schema: Schema, request: PublishRequest) -> None:
+    """A release must have the columns, roles and kinds of the previous one (and the same
+    key column): otherwise the releases do not describe the same records comparably."""
+    problems = []
+    if previous.key_column != request.key:
+        problems.append(f"key column {request.key!r} (was {previous.key_column!r})")
+    now, before = schema.describe(), previous.columns
+    added = [c for c in now if c not in before]
+    removed = [c for c in before if c not in now]
+    if added:
+        problems.append(f"new columns {', '.join(map(repr, added))}")
+    if removed:
+        problems.append(f"missing columns {', '.join(map(repr, removed))}")
+    for name in now:
+        if name in before and now[name] != before[name]:
+            was, is_ = before[name], now[name]
+            problems.append(f"column {name!r} is {is_['role']}/{is_['kind'] or '-'} (was "
+                            f"{was['role']}/{was['kind'] or '-'})")
+    if problems:
+        raise HistoryError(f"this release of {previous.dataset!r} differs from release "
+                           f"{previous.seq}: {'; '.join(problems)}. Every release of a dataset "
+                           f"must have the same columns and roles; publish it as a new dataset "
+                           f"if the table really changed")
+
+
+class _Clock:
+    def __init__(self, timings: dict[str, float] | None) -> None:
+        self.timings = timings
+        self.last = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        if self.timings is not None:
+            self.timings[name] = self.timings.get(name, 0.0) + now - self.last
+        self.last = now
+
+
+# -- files ---------------------------------------------------------------------------------
+
+
+def _stage(name: str) -> None:
+    hook = PUBLISH_HOOKS.get(name)
+    if hook is not None:
+        hook()
+
+
+def _remove_orphans(output: Path, store: HistoryStore) -> None:
+    """Delete temporary files a killed publisher left beside ``output`` -- never one a live
+    process is writing, nor one the history still points to (recovered on open)."""
+    pending = {info.pending_path for info in store.pending()}
+    for tmp in output.parent.glob(f"{_TMP_PREFIX}*-{output.name}"):
+        pid = tmp.name[len(_TMP_PREFIX):].split("-", 1)[0]
+        if str(tmp) in pending or not pid.isdigit() or _alive(int(pid)):
+            continue
+        with suppress(OSError):
+            tmp.unlink()
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,171 @@
+"""The audit as one self-contained HTML file: plots inlined as base64 PNG, no external CSS
+or scripts, so it can be mailed or attached to a ticket and still open anywhere."""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+
+from anonkit.releases.attacks import ADVERSARIES, PINNED, AuditReport, ScopeResult
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; }
+table { border-collapse: collapse; margin: .5em 0; font-size: .9em; }
+th, td { border: 1px solid #ccc; padding: .25em .6em; text-align: right; vertical-align: top; }
+th { background: #f3f3f3; } td.l, th.l { text-align: left; }
+.verdict { font-size: 1.1em; padding: .6em 1em; border-radius: .3em; display: inline-block; }
+.bad { background: #fde2e1; color: #8a1c14; } .good { background: #e3f5e1; color: #1d5e17; }
+code { font-size: .85em; } img { max-width: 100%; }
+"""
+
+
+def render_html(report: AuditReport) -> str:
+    """The audit report: verdict, plots of breaches per release pair, and the findings."""
+    e = html.escape
+    verdict = (f'<p class="verdict bad">{report.records_breached} records breached across '
+               f'releases</p>' if report.breached else
+               '<p class="verdict good">No cross-release breach found</p>')
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'>"
+             f"<title>anonkit release audit: {e(report.dataset)}</title>"
+             f"<style>{_STYLE}</style></head><body>",
+             f"<h1>Release audit: dataset <code>{e(report.dataset)}</code></h1>", verdict,
+             f"<p>Releases audited: {', '.join(map(str, report.releases))}.</p>",
+             "<h2>Adversaries</h2><ul>"]
+    parts += [f"<li><b>{e(name)}</b>: {e(text)}</li>" for name, text in ADVERSARIES.items()]
+    parts.append("</ul><h2>Requirements</h2><ul>")
+    parts += [f"<li>{e(r.model)}: {e(r.describe())}</li>" for r in report.requirements]
+    parts.append(f"<li>{PINNED}: more than one candidate sensitive value (always)</li></ul>")
+    if report.pairs:
+        parts.append("<h2>Breaches per release pair</h2>")
+        parts.append(_img(_pairs_plot(report)))
+        if len(report.releases) > 2:
+            parts.append(_img(_matrix_plot(report)))
+        parts.append(_scope_table(report))
+    else:
+        parts.append("<p>Fewer than two releases: there is nothing to intersect yet.</p>")
+    for scope in [*report.pairs, *([report.overall] if report.overall else [])]:
+        parts.append(_findings_section(scope))
+    parts.append("<h2>Machine-readable findings</h2><details><summary>JSON</summary><pre>"
+                 + e(json.dumps(report.to_dict(), indent=1)) + "</pre></details>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def write_html(report: AuditReport, path: str | Path) -> Path:
+    """Write the report atomically (a reader never sees half a file)."""
+    from anonkit.io import atomic_write
+
+    path = Path(path)
+    with atomic_write(path) as tmp:
+        tmp.write_text(render_html(report), encoding="utf-8")
+    return path
+
+
+def _scope_name(scope: ScopeResult) -> str:
+    return (" & ".join(map(str, scope.releases)) if scope.kind == "pair"
+            else "all releases")
+
+
+def _scope_table(report: AuditReport) -> str:
+    rows = ["<table><tr><th class='l'>releases</th><th>records in both</th>"
+            "<th>breached (qi)</th><th>breached (linkage)</th><th>breached (any)</th>"
+            "<th>share</th></tr>"]
+    scopes = [*report.pairs, *([report.overall] if report.overall else [])]
+    for s in scopes:
+        share = s.records_breached / s.records_compared if s.records_compared else 0.0
+        rows.append(f"<tr><td class='l'>{_scope_name(s)}</td><td>{s.records_compared}</td>"
+                    f"<td>{s.breached_by.get('qi', 0)}</td>"
+                    f"<td>{s.breached_by.get('linkage', 0)}</td>"
+                    f"<td>{s.records_breached}</td><td>{share:.1%}</td></tr>")
+    rows.append("</table>")
+    return "".join(rows)
+
+
+def _findings_section(scope: ScopeResult) -> str:
+    e = html.escape
+    title = ("Releases " + _scope_name(scope) if scope.kind == "pair"
+             else "All releases (each record over every release that contains it)")
+    out = [f"<h2>{e(title)}</h2>"]
+    if not scope.findings:
+        out.append(f"<p>{scope.records_compared} records compared, no breach.</p>")
+        return "".join(out)
+    out.append("<table><tr><th class='l'>adversary</th><th class='l'>model broken</th>"
+               "<th class='l'>attribute</th><th class='l'>requirement</th><th>records</th>"
+               "<th class='l'>worst cases</th></tr>")
+    for f in scope.findings:
+        requirement = ("one value left" if f.model == PINNED else
+                       f"{f.measure} &gt;= {f.threshold:g}")
+        worst = "<br>".join(e(json.dumps(case, default=str)) for case in f.worst[:3])
+        out.append(f"<tr><td class='l'>{e(f.adversary)}</td><td class='l'>{e(f.model)}</td>"
+                   f"<td class='l'>{e(f.attribute or '-')}</td><td class='l'>{requirement}</td>"
+                   f"<td>{f.records}</td><td class='l'><code>{worst}</code></td></tr>")
+    out.append("</table>")
+    return "".join(out)
+
+
+def _pairs_plot(report: AuditReport) -> bytes:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [_scope_name(p) for p in report.pairs]
+    x = np.arange(len(names))
+    compared = np.array([p.records_compared for p in report.pairs])
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.7 * len(names) + 3), 3.6), dpi=100)
+    ax.bar(x, compared, width=0.8, color="#e5e5e5", label="records in both")
+    for offset, (adversary, color) in zip((-0.2, 0.2), (("qi", "#d9822b"),
+                                                        ("linkage", "#b3261e")), strict=True):
+        ax.bar(x + offset, [p.breached_by.get(adversary, 0) for p in report.pairs],
+               width=0.38, color=color, label=f"breached ({adversary} adversary)")
+    ax.set_xticks(x, names, rotation=45 if len(names) > 8 else 0)
+    ax.set_xlabel("release pair")
+    ax.set_ylabel("records")
+    ax.set_title("Records breached by intersecting two releases")
+    ax.legend(fontsize=8, frameon=False)
+    return _png(fig)
+
+
+def _matrix_plot(report: AuditReport) -> bytes:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    seqs = report.releases
+    index = {s: i for i, s in enumerate(seqs)}
+    share = np.full((len(seqs), len(seqs)), np.nan)
+    for p in report.pairs:
+        i, j = index[p.releases[0]], index[p.releases[1]]
+        value = p.records_breached / p.records_compared if p.records_compared else 0.0
+        share[i, j] = share[j, i] = value
+    fig, ax = plt.subplots(figsize=(4.2, 3.6), dpi=100)
+    image = ax.imshow(share, vmin=0, vmax=1, cmap="Reds")
+    ax.set_xticks(range(len(seqs)), seqs)
+    ax.set_yticks(range(len(seqs)), seqs)
+    ax.set_xlabel("release")
+    ax.set_ylabel("release")
+    ax.set_title("Share of common records breached")
+    fig.colorbar(image, ax=ax, fraction=0.046)
+    return _png(fig)
+
+
+def _png(fig: object) -> bytes:
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.tight_layout()  # type: ignore[attr-defined]
+    fig.savefig(buf, format="png")  # type: ignore[attr-defined]
+    plt.close(fig)  # type: ignore[arg-type]
+    return buf.getvalue()
+
+
+def _img(png: bytes) -> str:
+    return (f"<p><img alt='plot' src='data:image/png;base64,"
+            f"{base64.b64encode(png).decode('ascii')}'></p>")

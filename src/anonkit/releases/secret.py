@@ -1,0 +1,200 @@
+"""The history's secret, and the keyed hash that turns record keys into pseudonyms.
+
+The release history must recognise a record in the next release (so a sequential engine can
+honour the previous release and the audit can follow a record across releases) without
+keeping the record's key. It stores ``HMAC-SHA256(secret, key)`` instead: without the secret,
+a stolen history cannot be joined back to a list of identifiers by hashing them.
+
+The secret therefore never enters the database. It lives
+
+- in a file beside an SQLite history (``anonkit.db`` -> ``anonkit.db.secret``), created with
+  mode 0600 together with the history; or
+- in the environment variable ``ANONKIT_HISTORY_SECRET`` (its text is the secret), or in a
+  file named explicitly (``secret_file=`` / ``--secret-file``): required for PostgreSQL
+  histories, which have no "beside".
+
+The database holds only ``HMAC(secret, CHECK_MESSAGE)``, so opening a history with the wrong
+secret is refused at once instead of silently producing pseudonyms that match nothing.
+
+Record pseudonyms are domain-separated per dataset: the key of dataset ``d`` is
+``K_d = HMAC(secret, "anonkit record key" || 0x00 || d)`` and a record's pseudonym is
+``HMAC(K_d, canonical text of its key)``. The same person in two datasets of one history thus
+gets unrelated pseudonyms (the history itself does not link datasets).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import secrets
+import stat
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from anonkit.errors import HistoryError
+
+SECRET_ENV = "ANONKIT_HISTORY_SECRET"
+SECRET_SUFFIX = ".secret"
+CHECK_MESSAGE = b"anonkit history secret check v1"
+_RECORD_DOMAIN = b"anonkit record key\x00"
+_MIN_SECRET_CHARS = 16
+
+
+@dataclass(frozen=True)
+class Secret:
+    """The history's secret (the bytes of its text) and where it came from (for messages)."""
+
+    value: bytes
+    source: str
+
+    def __post_init__(self) -> None:
+        if len(self.value) < _MIN_SECRET_CHARS:
+            raise HistoryError(
+                f"the history secret from {self.source} is too short ({len(self.value)} "
+                f"bytes); use at least {_MIN_SECRET_CHARS} random characters, e.g. the output "
+                f"of `python -c 'import secrets; print(secrets.token_hex(32))'`")
+
+    def check_value(self) -> str:
+        """What the database stores to recognise this secret (it reveals nothing of it)."""
+        return hmac.new(self.value, CHECK_MESSAGE, hashlib.sha256).hexdigest()
+
+    def record_hasher(self, dataset: str) -> RecordHasher:
+        return RecordHasher(self.value, dataset)
+
+
+class RecordHasher:
+    """HMAC-SHA256 of record keys under one dataset's derived key.
+
+    HMAC is computed from the two precomputed pad states (RFC 2104), which is what
+    :func:`hmac.digest` does too, but without re-deriving the pads for every key: about
+    1 µs per key instead of 2.5 µs, which is most of the hashing time of a million-row
+    release.
+    """
+
+    def __init__(self, secret: bytes, dataset: str) -> None:
+        key = hmac.digest(secret, _RECORD_DOMAIN + dataset.encode("utf-8"), "sha256")
+        block = key.ljust(64, b"\x00")  # SHA-256 block size; the key is 32 bytes
+        self._inner = hashlib.sha256(bytes(b ^ 0x36 for b in block))
+        self._outer = hashlib.sha256(bytes(b ^ 0x5C for b in block))
+
+    def hash_one(self, key: str) -> bytes:
+        inner = self._inner.copy()
+        inner.update(key.encode("utf-8"))
+        outer = self._outer.copy()
+        outer.update(inner.digest())
+        return outer.digest()
+
+    def hash_texts(self, keys: Sequence[str]) -> list[bytes]:
+        """Pseudonyms of already canonical key texts (see :func:`canonical_keys`)."""
+        inner0, outer0 = self._inner, self._outer
+        out: list[bytes] = []
+        append = out.append
+        for text in keys:
+            inner = inner0.copy()
+            inner.update(text.encode("utf-8"))
+            outer = outer0.copy()
+            outer.update(inner.digest())
+            append(outer.digest())
+        return out
+
+    def hash_keys(self, keys: pd.Series) -> list[bytes]:
+        """One 32-byte pseudonym per value of ``keys``, in order."""
+        return self.hash_texts(canonical_keys(keys))
+
+
+def canonical_keys(keys: pd.Series) -> list[str]:
+    """Keys as text, the same whatever dtype a reader inferred for the column.
+
+    A key column read as integers in one release and as text in the next (``12`` and
+    ``"12"``), or as floats (``12.0``), must give the same pseudonym, otherwise the history
+    loses the record. Integral numbers are written without a fraction; text is stripped.
+    """
+    if pd.api.types.is_bool_dtype(keys):
+        return keys.astype(str).tolist()
+    if pd.api.types.is_integer_dtype(keys):
+        return keys.astype(np.int64).astype(str).tolist()
+    if pd.api.types.is_float_dtype(keys):
+        values = keys.to_numpy(dtype=np.float64)
+        whole = np.isfinite(values) & (values == np.round(values))
+        if whole.all():
+            return values.astype(np.int64).astype(str).tolist()
+        return [str(int(v)) if w else repr(float(v)) for v, w in zip(values, whole, strict=True)]
+    return [_text(v) for v in keys.tolist()]
+
+
+def _text(value: object) -> str:
+    if isinstance(value, float | np.floating) and float(value).is_integer():
+        return str(int(value))
+    return str(value).strip()
+
+
+def secret_path_beside(database: Path) -> Path:
+    """Where the secret of an SQLite history lives: ``anonkit.db`` -> ``anonkit.db.secret``."""
+    return database.with_name(database.name + SECRET_SUFFIX)
+
+
+def from_text(text: str, source: str) -> Secret:
+    return Secret(text.strip().encode("utf-8"), source)
+
+
+def read_secret_file(path: Path) -> Secret:
+    """Read a secret file; warn when others may read it (the secret protects the keys)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise HistoryError(f"secret file not found: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HistoryError(f"cannot read the secret file {path}: {exc}") from None
+    mode = path.stat().st_mode
+    if os.name == "posix" and mode & (stat.S_IRWXG | stat.S_IRWXO):
+        warnings.warn(f"the history secret {path} is readable by other users; "
+                      f"restrict it: chmod 600 {path}", stacklevel=2)
+    return from_text(text, f"file {path}")
+
+
+def create_secret_file(path: Path) -> Secret:
+    """Create a new random secret at ``path`` (mode 0600); if another process created one
+    first, use that one. The file appears complete or not at all (written, then linked)."""
+    text = secrets.token_hex(32) + "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        try:
+            os.link(tmp, path)  # atomic, and fails if the file exists
+        except FileExistsError:
+            return read_secret_file(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return from_text(text, f"file {path}")
+
+
+def resolve_secret(*, explicit: bytes | str | None, secret_file: Path | None,
+                   beside: Path | None) -> tuple[Secret | None, Path | None]:
+    """The secret to use, by precedence: ``explicit`` > ``secret_file`` > the
+    ``ANONKIT_HISTORY_SECRET`` environment variable > the file ``beside`` the history.
+
+    Returns the secret (None when none exists yet) and the file a new secret should be
+    created in (None when there is nowhere to create one).
+    """
+    if explicit is not None:
+        value = explicit if isinstance(explicit, bytes) else explicit.strip().encode("utf-8")
+        return Secret(value, "the secret given"), None
+    if secret_file is not None:
+        return (read_secret_file(secret_file) if secret_file.exists() else None), secret_file
+    env = os.environ.get(SECRET_ENV)
+    if env:
+        return from_text(env, f"environment variable {SECRET_ENV}"), None
+    if beside is not None:
+        return (read_secret_file(beside) if beside.exists() else None), beside
+    return None, None

@@ -1,0 +1,828 @@
+"""The release history: what was published, when, how, and what an adversary saw in it.
+
+One history (an SQLite file by default, or a PostgreSQL database) holds any number of
+*datasets*; each dataset is a sequence of releases numbered 1, 2, 3, ... Per release it keeps
+
+- ``anonkit_releases``: dataset, sequence number, time, method and all its parameters, the
+  columns and their roles, the privacy models and their verdicts, row counts, the SHA-256 and
+  path of the published file;
+- ``anonkit_classes``: per equivalence class what an adversary sees: its size, the released
+  label of every quasi-identifier, and per sensitive attribute the multiset of released
+  values (plus their range when numeric);
+- ``anonkit_records``: per input record its pseudonym ``HMAC(secret, key)`` (see
+  :mod:`anonkit.releases.secret`) and the class it went to -- what lets the next release
+  honour this one, and the audit follow a record across releases, without raw keys.
+
+``anonkit_schema`` holds the format version. Opening a database whose version is unknown, or
+that is not an anonkit history at all, is a :class:`HistoryError`; nothing is ever created
+in, migrated in or rewritten in a database this module did not create.
+
+Everything is SQLAlchemy Core. The two bulk inserts (classes and records, a million rows for
+a million-row release) bypass per-row Core processing: rows are plain tuples, sorted by
+primary key so the B-tree only ever appends, handed to the driver's ``executemany``
+(SQLite) or ``COPY`` (PostgreSQL).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import os
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import URL, Connection, Engine, make_url
+
+from anonkit.errors import ConcurrentPublishError, HistoryError
+from anonkit.releases.secret import (
+    Secret,
+    create_secret_file,
+    resolve_secret,
+    secret_path_beside,
+)
+
+SCHEMA_VERSION = 1
+APPLICATION = "anonkit-history"
+HISTORY_ENV = "ANONKIT_HISTORY"
+DEFAULT_HISTORY = "anonkit.db"
+#: how long a publisher waits for another one's SQLite write lock before giving up
+SQLITE_BUSY_TIMEOUT = 60.0
+_CHUNK = 50_000
+
+metadata = sa.MetaData()
+
+schema_table = sa.Table(
+    "anonkit_schema", metadata,
+    sa.Column("application", sa.String(64), primary_key=True),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("created_by", sa.String(64), nullable=False),
+    # HMAC(secret, CHECK_MESSAGE): recognises the right secret, reveals nothing of it
+    sa.Column("secret_check", sa.String(64), nullable=False),
+)
+
+releases_table = sa.Table(
+    "anonkit_releases", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("dataset", sa.String(200), nullable=False),
+    sa.Column("seq", sa.Integer, nullable=False),
+    sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+    sa.Column("method", sa.String(100), nullable=False),
+    sa.Column("parameters", sa.JSON, nullable=False),
+    sa.Column("key_column", sa.String(200), nullable=False),
+    sa.Column("columns", sa.JSON, nullable=False),  # name -> {role, kind}, table order
+    sa.Column("quasi_identifiers", sa.JSON, nullable=False),
+    sa.Column("sensitive", sa.JSON, nullable=False),
+    sa.Column("models", sa.JSON, nullable=False),  # [{model, parameters}]
+    sa.Column("verdicts", sa.JSON, nullable=False),  # [Verdict.to_dict()]
+    sa.Column("n_input_rows", sa.Integer, nullable=False),
+    sa.Column("n_released_rows", sa.Integer, nullable=False),
+    sa.Column("n_classes", sa.Integer, nullable=False),
+    sa.Column("content_hash", sa.String(64), nullable=False),  # SHA-256 of the file
+    sa.Column("file_size", sa.BigInteger, nullable=False),
+    sa.Column("output_path", sa.Text, nullable=False),
+    # set while the file is still at its temporary name (see anonkit.releases.publish)
+    sa.Column("pending_path", sa.Text, nullable=True),
+    sa.Column("anonkit_version", sa.String(32), nullable=False),
+    # one release per (dataset, seq): the second of two concurrent publishers fails here
+    sa.UniqueConstraint("dataset", "seq", name="anonkit_releases_dataset_seq"),
+)
+
+classes_table = sa.Table(
+    "anonkit_classes", metadata,
+    sa.Column("release_id", sa.Integer,
+              sa.ForeignKey("anonkit_releases.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("class_id", sa.Integer, primary_key=True),
+    sa.Column("size", sa.Integer, nullable=False),
+    # JSON text: the released label of each quasi-identifier, in the release's QI order
+    sa.Column("qi_labels", sa.Text, nullable=False),
+    # JSON text: {attribute: {"values": [[value, count], ...], "range": [lo, hi]}}
+    sa.Column("sensitive", sa.Text, nullable=False),
+    sqlite_with_rowid=False,
+)
+
+records_table = sa.Table(
+    "anonkit_records", metadata,
+    sa.Column("release_id", sa.Integer,
+              sa.ForeignKey("anonkit_releases.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("key_hash", sa.LargeBinary(32), primary_key=True),  # HMAC-SHA256 of the key
+    sa.Column("class_id", sa.Integer, nullable=False),
+    sqlite_with_rowid=False,
+)
+
+
+# -- what a release is ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReleaseInfo:
+    """One row of ``anonkit_releases``: everything about a release but its classes."""
+
+    id: int
+    dataset: str
+    seq: int
+    created_at: datetime
+    method: str
+    parameters: dict[str, object]
+    key_column: str
+    columns: dict[str, dict[str, str]]
+    quasi_identifiers: list[str]
+    sensitive: list[str]
+    models: list[dict[str, object]]
+    verdicts: list[dict[str, object]]
+    n_input_rows: int
+    n_released_rows: int
+    n_classes: int
+    content_hash: str
+    file_size: int
+    output_path: str
+    pending_path: str | None
+    anonkit_version: str
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.verdicts) and all(bool(v.get("passed")) for v in self.verdicts)
+
+    def to_dict(self) -> dict[str, object]:
+        out = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        out["created_at"] = self.created_at.isoformat()
+        return out
+
+    def file_status(self) -> str:
+        """``ok``, ``missing``, ``modified`` (the file is not the one published) or
+        ``pending`` (the publish committed but the file is still at its temporary name)."""
+        if self.pending_path is not None:
+            return "pending"
+        path = Path(self.output_path)
+        if not path.exists():
+            return "missing"
+        if path.stat().st_size != self.file_size or sha256_file(path) != self.content_hash:
+            return "modified"
+        return "ok"
+
+
+@dataclass
+class PreparedRelease:
+    """A release ready for the history: built by :mod:`anonkit.releases.publish`."""
+
+    dataset: str
+    seq: int
+    method: str
+    parameters: dict[str, object]
+    key_column: str
+    columns: dict[str, dict[str, str]]
+    quasi_identifiers: list[str]
+    sensitive: list[str]
+    models: list[dict[str, object]]
+    verdicts: list[dict[str, object]]
+    n_input_rows: int
+    n_released_rows: int
+    class_rows: list[tuple[int, int, str, str]]  # (class_id, size, qi_labels, sensitive)
+    record_hashes: list[bytes]  # sorted
+    record_classes: list[int]  # aligned with record_hashes
+    content_hash: str = ""
+    file_size: int = 0
+    output_path: str = ""
+    pending_path: str | None = None
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.class_rows)
+
+
+@dataclass(frozen=True)
+class ClassValues:
+    """One sensitive attribute's released multisets: entries sorted by class, then value."""
+
+    class_index: np.ndarray  # (n_entries,) int64
+    value: np.ndarray  # (n_entries,) object: the released value (number, text or None)
+    count: np.ndarray  # (n_entries,) int64
+    numeric: bool
+
+
+@dataclass
+class ReleaseView:
+    """A release as an adversary sees it, plus the pseudonym -> class map."""
+
+    info: ReleaseInfo
+    sizes: np.ndarray  # (n_classes,) int64
+    labels: pd.DataFrame  # one row per class, one column per quasi-identifier
+    values: dict[str, ClassValues]
+    record_keys: np.ndarray  # (n_records,) object: 32-byte pseudonyms
+    record_classes: np.ndarray  # (n_records,) int64
+    extra: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.sizes)
+
+
+# -- where a history is ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HistoryLocation:
+    """A history given as a path (SQLite) or a URL (``sqlite:///...``,
+    ``postgresql+psycopg://...``)."""
+
+    url: URL
+    sqlite_path: Path | None
+
+    @classmethod
+    def parse(cls, history: str | os.PathLike[str] | URL | None) -> HistoryLocation:
+        if history is None:
+            history = os.environ.get(HISTORY_ENV) or DEFAULT_HISTORY
+        if isinstance(history, URL):
+            url = history
+        elif "://" in str(history):
+            try:
+                url = make_url(str(history))
+            except sa.exc.ArgumentError as exc:
+                raise HistoryError(f"cannot parse the history URL {history!r}: {exc}") from None
+        else:
+            url = URL.create("sqlite", database=str(Path(history).expanduser().absolute()))
+        backend = url.get_backend_name()
+        if backend == "sqlite":
+            if url.database in (None, "", ":memory:"):
+                raise HistoryError("an in-memory SQLite history would vanish with the "
+                                   "process; give a file (--history anonkit.db)")
+            return cls(url, Path(url.database).expanduser().absolute())
+        if backend == "postgresql":
+            return cls(url, None)
+        raise HistoryError(f"unsupported history database {backend!r}: use an SQLite file or "
+                           f"a postgresql+psycopg:// URL")
+
+    def __str__(self) -> str:
+        if self.sqlite_path is not None:
+            return str(self.sqlite_path)
+        return self.url.render_as_string(hide_password=True)
+
+
+def _make_engine(location: HistoryLocation) -> Engine:
+    if location.sqlite_path is None:
+        return sa.create_engine(location.url, pool_pre_ping=True)
+    engine = sa.create_engine(location.url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT})
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: object, _record: object) -> None:
+        # Take transaction control from the sqlite3 module (which would BEGIN only before
+        # DML, leaving DDL and reads outside transactions); we BEGIN below.
+        dbapi_connection.isolation_level = None  # type: ignore[attr-defined]
+        cursor = dbapi_connection.cursor()  # type: ignore[attr-defined]
+        cursor.execute("PRAGMA foreign_keys = ON")
+        cursor.execute("PRAGMA cache_size = -65536")  # 64 MB: bulk inserts stay in memory
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        # Writers take the write lock up front (BEGIN IMMEDIATE): two publishers queue
+        # instead of deadlocking on a read lock each wants to upgrade.
+        mode = conn.get_execution_options().get("anonkit_begin", "DEFERRED")
+        conn.exec_driver_sql(f"BEGIN {mode}")
+
+    return engine
+
+
+# -- the store ---------------------------------------------------------------------------
+
+
+class HistoryStore:
+    """An open release history. Use :meth:`open`; close it (or use ``with``) when done."""
+
+    def __init__(self, engine: Engine, location: HistoryLocation, secret: Secret) -> None:
+        self.engine = engine
+        self.location = location
+        self.secret = secret
+
+    # -- opening ------------------------------------------------------------------------
+    @classmethod
+    def open(cls, history: str | os.PathLike[str] | URL | None = None, *,
+             secret: bytes | str | None = None,
+             secret_file: str | os.PathLike[str] | None = None,
+             create: bool = False) -> HistoryStore:
+        """Open the history at ``history`` (path or URL; default ``$ANONKIT_HISTORY`` or
+        ``anonkit.db``). With ``create``, a missing history is created (with a new secret
+        beside an SQLite file); without, it is an error. See :mod:`anonkit.releases.secret`
+        for where the secret comes from."""
+        location = HistoryLocation.parse(history)
+        path = location.sqlite_path
+        if path is not None and not path.exists():
+            if not create:
+                raise HistoryError(f"no release history at {path}: publish a release first "
+                                   f"(anonkit release publish ...), or name the history with "
+                                   f"--history / {HISTORY_ENV}")
+            if not path.parent.is_dir():
+                raise HistoryError(f"cannot create the history {path}: the folder "
+                                   f"{path.parent} does not exist")
+        engine = _make_engine(location)
+        try:
+            try:
+                found = _inspect(engine, location)
+            except sa.exc.DBAPIError as exc:
+                raise _unreadable(location, exc) from None
+            given, new_secret_path = resolve_secret(
+                explicit=secret,
+                secret_file=Path(secret_file) if secret_file is not None else None,
+                beside=secret_path_beside(path) if path is not None else None)
+            if found is None:
+                if not create:
+                    raise HistoryError(f"no release history at {location}: publish a release "
+                                       f"first (anonkit release publish ...)")
+                if given is None:
+                    if new_secret_path is None:
+                        raise HistoryError(
+                            f"a PostgreSQL history needs a secret kept outside the database: "
+                            f"set ANONKIT_HISTORY_SECRET or pass --secret-file FILE "
+                            f"(created if missing) for {location}")
+                    given = create_secret_file(new_secret_path)
+                _create_schema(engine, location, given)
+            else:
+                version, check = found
+                _check_version(version, location)
+                if given is None:
+                    where = (f"the file {new_secret_path}" if new_secret_path is not None
+                             else "ANONKIT_HISTORY_SECRET or --secret-file")
+                    raise HistoryError(
+                        f"the secret of the history {location} is missing: it was created with "
+                        f"one, expected in {where}. Restore it; a new secret would not "
+                        f"recognise any record of the history")
+                if given.check_value() != check:
+                    raise HistoryError(
+                        f"wrong secret for the history {location} (from {given.source}): it "
+                        f"is not the secret the history was created with. Use that secret; "
+                        f"nothing was changed")
+        except BaseException:
+            engine.dispose()
+            raise
+        store = cls(engine, location, given)
+        store.recover()
+        return store
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> HistoryStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- reading ------------------------------------------------------------------------
+    def datasets(self) -> list[str]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(releases_table.c.dataset).distinct()
+                                .order_by(releases_table.c.dataset))
+            return [r[0] for r in rows]
+
+    def releases(self, dataset: str | None = None) -> list[ReleaseInfo]:
+        """Releases in (dataset, seq) order; an unknown ``dataset`` is an error."""
+        query = sa.select(releases_table).order_by(releases_table.c.dataset,
+                                                   releases_table.c.seq)
+        if dataset is not None:
+            query = query.where(releases_table.c.dataset == dataset)
+        with self.engine.connect() as conn:
+            out = [_info(row) for row in conn.execute(query).mappings()]
+        if dataset is not None and not out:
+            raise self._unknown_dataset(dataset)
+        return out
+
+    def latest(self, dataset: str) -> ReleaseInfo | None:
+        query = (sa.select(releases_table).where(releases_table.c.dataset == dataset)
+                 .order_by(releases_table.c.seq.desc()).limit(1))
+        with self.engine.connect() as conn:
+            row = conn.execute(query).mappings().first()
+        return _info(row) if row is not None else None
+
+    def release(self, dataset: str, seq: int) -> ReleaseInfo:
+        query = sa.select(releases_table).where(releases_table.c.dataset == dataset,
+                                                releases_table.c.seq == seq)
+        with self.engine.connect() as conn:
+            row = conn.execute(query).mappings().first()
+        if row is None:
+            known = [r.seq for r in self.releases(dataset)]  # raises for an unknown dataset
+            raise HistoryError(f"dataset {dataset!r} has no release {seq}; it has releases "
+                               f"{_ranges(known)}")
+        return _info(row)
+
+    def load(self, release: ReleaseInfo, labels: bool = True) -> ReleaseView:
+        """The release's classes and its pseudonym -> class map, as arrays."""
+        with self.engine.connect() as conn:
+            class_rows = _fetch_raw(conn, sa.select(
+                classes_table.c.size, classes_table.c.qi_labels, classes_table.c.sensitive)
+                .where(classes_table.c.release_id == release.id)
+                .order_by(classes_table.c.class_id))
+            record_rows = _fetch_raw(conn, sa.select(
+                records_table.c.key_hash, records_table.c.class_id)
+                .where(records_table.c.release_id == release.id))
+        sizes, label_texts, sensitive_texts = (zip(*class_rows, strict=True) if class_rows
+                                               else ((), (), ()))
+        # one JSON parse for all classes, not one per class
+        sensitive = json.loads("[" + ",".join(sensitive_texts) + "]")
+        values = {attr: _class_values(sensitive, attr) for attr in release.sensitive}
+        if labels:
+            parsed = json.loads("[" + ",".join(label_texts) + "]")
+            label_frame = pd.DataFrame(parsed, columns=release.quasi_identifiers)
+        else:
+            label_frame = pd.DataFrame(index=pd.RangeIndex(len(class_rows)))
+        hashes, classes = zip(*record_rows, strict=True) if record_rows else ((), ())
+        keys = np.empty(len(hashes), dtype=object)
+        keys[:] = [bytes(h) for h in hashes]
+        return ReleaseView(release, np.array(sizes, dtype=np.int64), label_frame, values, keys,
+                           np.array(classes, dtype=np.int64))
+
+    def pseudonyms(self, dataset: str, keys: pd.Series) -> list[bytes]:
+        """The pseudonyms this history gives the record keys ``keys`` in ``dataset``."""
+        return self.secret.record_hasher(dataset).hash_keys(keys)
+
+    def _unknown_dataset(self, dataset: str) -> HistoryError:
+        known = self.datasets()
+        listing = ", ".join(map(repr, known)) if known else "none yet"
+        return HistoryError(f"unknown dataset {dataset!r} in the history {self.location}; "
+                            f"it has: {listing}")
+
+    # -- writing ------------------------------------------------------------------------
+    @contextmanager
+    def _write(self) -> Iterator[Connection]:
+        """A write transaction (BEGIN IMMEDIATE on SQLite); rolled back on any error."""
+        with self.engine.connect() as conn:
+            conn.execution_options(anonkit_begin="IMMEDIATE")
+            with conn.begin():
+                yield conn
+
+    def commit_release(self, release: PreparedRelease,
+                       before_commit: Callable[[], None] | None = None) -> ReleaseInfo:
+        """Insert the release, its classes and its records in one transaction.
+
+        The release must be number ``latest + 1`` of its dataset; if another process
+        published that number first (or publishes it concurrently), nothing is written
+        and :class:`ConcurrentPublishError` is raised.
+        """
+        try:
+            with self._write() as conn:
+                latest = conn.execute(
+                    sa.select(sa.func.max(releases_table.c.seq))
+                    .where(releases_table.c.dataset == release.dataset)).scalar()
+                if (latest or 0) != release.seq - 1:
+                    raise _lost_race(release, latest)
+                # the release row first: a concurrent publisher of the same number blocks
+                # (PostgreSQL) or fails here, before either inserts a million records
+                release_id = conn.execute(
+                    releases_table.insert().values(_release_values(release))
+                    .returning(releases_table.c.id)).scalar_one()
+                self._bulk_insert(conn, classes_table,
+                                  ((release_id, *row) for row in release.class_rows))
+                self._bulk_insert(conn, records_table,
+                                  zip([release_id] * len(release.record_hashes),
+                                      release.record_hashes, release.record_classes,
+                                      strict=True))
+                if before_commit is not None:
+                    before_commit()
+        except sa.exc.IntegrityError as exc:
+            if "anonkit_releases" in str(exc.orig) or "dataset" in str(exc.orig):
+                raise _lost_race(release, None) from None
+            raise
+        except sa.exc.OperationalError as exc:
+            if "locked" in str(exc.orig) or "busy" in str(exc.orig):
+                raise ConcurrentPublishError(
+                    f"the history {self.location} stayed locked by another publisher for "
+                    f"{SQLITE_BUSY_TIMEOUT:g} s; nothing was written; try again") from None
+            raise
+        return self.release(release.dataset, release.seq)
+
+    def _bulk_insert(self, conn: Connection, table: sa.Table,
+                     rows: Iterator[tuple[object, ...]]) -> None:
+        columns = [c.name for c in table.columns]
+        if conn.dialect.name == "postgresql":
+            raw = conn.connection.driver_connection
+            with raw.cursor() as cursor, cursor.copy(  # type: ignore[union-attr]
+                    f"COPY {table.name} ({', '.join(columns)}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+            return
+        sql = str(table.insert().compile(dialect=conn.dialect))
+        chunk: list[tuple[object, ...]] = []
+        for row in rows:
+            chunk.append(row)
+            if len(chunk) == _CHUNK * 4:
+                conn.exec_driver_sql(sql, chunk)
+                chunk = []
+        if chunk:
+            conn.exec_driver_sql(sql, chunk)
+
+    def clear_pending(self, release_id: int) -> None:
+        """The file of ``release_id`` is at its final name: forget the temporary one."""
+        with self._write() as conn:
+            conn.execute(releases_table.update().where(releases_table.c.id == release_id)
+                         .values(pending_path=None))
+
+    def pending(self) -> list[ReleaseInfo]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(releases_table)
+                                .where(releases_table.c.pending_path.is_not(None)))
+            return [_info(row) for row in rows.mappings()]
+
+    def recover(self) -> list[str]:
+        """Finish publishes that committed but did not rename their file (the process
+        died in between; see :mod:`anonkit.releases.publish`). Returns what was done."""
+        done = []
+        for info in self.pending():
+            pending, output = Path(info.pending_path or ""), Path(info.output_path)
+            try:
+                if pending.exists() and sha256_file(pending) == info.content_hash:
+                    os.replace(pending, output)
+                    fsync_directory(output.parent)
+                    done.append(f"release {info.seq} of {info.dataset!r}: moved {pending} to "
+                                f"{output}")
+                elif not (output.exists() and sha256_file(output) == info.content_hash):
+                    warnings.warn(
+                        f"release {info.seq} of {info.dataset!r} is recorded but its file is "
+                        f"neither at {output} nor at {pending}; the history keeps the "
+                        f"release (an adversary may have it)", stacklevel=2)
+                    continue
+            except FileNotFoundError:  # a live publisher renamed it meanwhile: fine
+                if not (output.exists() and sha256_file(output) == info.content_hash):
+                    continue
+            self.clear_pending(info.id)
+        return done
+
+
+# -- helpers -----------------------------------------------------------------------------
+
+
+def _fetch_raw(conn: Connection, query: sa.Select[tuple[object, ...]]) -> list[tuple[object, ...]]:
+    """All rows of a Core query as plain driver tuples: for a million rows, SQLAlchemy's
+    per-row result processing would cost more than the query. The query's only parameters
+    are integers, so it is rendered with literal values."""
+    sql = str(query.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True}))
+    cursor = conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+    try:
+        cursor.execute(sql)
+        return cursor.fetchall()
+    finally:
+        cursor.close()
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def fsync_directory(path: Path) -> None:
+    """Make a rename in ``path`` durable (POSIX; a no-op elsewhere)."""
+    if os.name != "posix":
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _inspect(engine: Engine, location: HistoryLocation) -> tuple[int, str] | None:
+    """``(version, secret_check)`` of an anonkit history; None for an empty database;
+    :class:`HistoryError` for a database that holds something else."""
+    inspector = sa.inspect(engine)
+    tables = set(inspector.get_table_names())
+    ours = {t for t in tables if t.startswith("anonkit_")}
+    if schema_table.name not in tables:
+        if ours:
+            raise HistoryError(f"{location} has anonkit tables ({', '.join(sorted(ours))}) but "
+                               f"no {schema_table.name} table: it is damaged or not an anonkit "
+                               f"history; nothing was changed")
+        if location.sqlite_path is not None and tables:
+            raise HistoryError(f"{location} is an SQLite database but not an anonkit history "
+                               f"(it has the tables {', '.join(sorted(tables)[:8])}); name "
+                               f"another file with --history; nothing was changed")
+        return None
+    with engine.connect() as conn:
+        try:
+            row = conn.execute(sa.select(schema_table.c.application, schema_table.c.version,
+                                         schema_table.c.secret_check)).first()
+        except sa.exc.DBAPIError as exc:
+            raise HistoryError(f"{location}: cannot read the history's format version "
+                               f"({exc.orig}); it was not written by this anonkit") from None
+    if row is None or row.application != APPLICATION:
+        raise HistoryError(f"{location} is not an anonkit history (its {schema_table.name} "
+                           f"table does not name {APPLICATION!r}); nothing was changed")
+    return int(row.version), str(row.secret_check)
+
+
+def _check_version(version: int, location: HistoryLocation) -> None:
+    if version > SCHEMA_VERSION:
+        raise HistoryError(f"the history {location} has format version {version}, written by "
+                           f"a newer anonkit; this anonkit reads version {SCHEMA_VERSION}. "
+                           f"Upgrade anonkit; the history was not changed")
+    if version < SCHEMA_VERSION:
+        raise HistoryError(f"the history {location} has format version {version}, which this "
+                           f"anonkit (version {SCHEMA_VERSION}) cannot migrate; the history was "
+                           f"not changed")
+
+
+def _create_schema(engine: Engine, location: HistoryLocation, secret: Secret) -> None:
+    from anonkit import __version__
+
+    try:
+        with engine.connect() as conn:
+            conn.execution_options(anonkit_begin="IMMEDIATE")
+            with conn.begin():
+                if sa.inspect(conn).has_table(schema_table.name):
+                    return  # another process created it meanwhile; checked on next open
+                metadata.create_all(conn)
+                conn.execute(schema_table.insert().values(
+                    application=APPLICATION, version=SCHEMA_VERSION,
+                    created_at=datetime.now(UTC), created_by=f"anonkit {__version__}",
+                    secret_check=secret.check_value()))
+    except (sa.exc.IntegrityError, sa.exc.ProgrammingError):
+        # a concurrent creator won the race (PostgreSQL); its history is checked below
+        pass
+    found = _inspect(engine, location)
+    if found is None or found[1] != secret.check_value():
+        raise HistoryError(f"another process created the history {location} at the same time "
+                           f"with another secret; open it with that one")
+
+
+def _unreadable(location: HistoryLocation, exc: sa.exc.DBAPIError) -> HistoryError:
+    if location.sqlite_path is not None:
+        return HistoryError(f"{location} is not an anonkit history: it is not an SQLite "
+                            f"database ({exc.orig}); name the history file with --history; "
+                            f"nothing was changed")
+    return HistoryError(f"cannot open the history {location}: {exc.orig}")
+
+
+def _lost_race(release: PreparedRelease, latest: int | None) -> ConcurrentPublishError:
+    now = f" (it now has release {latest})" if latest else ""
+    return ConcurrentPublishError(
+        f"release {release.seq} of dataset {release.dataset!r} was published by another "
+        f"process while this one ran{now}; nothing was written. Publish again: the new "
+        f"release must be computed against the latest one")
+
+
+def _release_values(release: PreparedRelease) -> dict[str, object]:
+    from anonkit import __version__
+
+    return {
+        "dataset": release.dataset, "seq": release.seq, "created_at": datetime.now(UTC),
+        "method": release.method, "parameters": _jsonable(release.parameters),
+        "key_column": release.key_column, "columns": release.columns,
+        "quasi_identifiers": release.quasi_identifiers, "sensitive": release.sensitive,
+        "models": _jsonable(release.models), "verdicts": _jsonable(release.verdicts),
+        "n_input_rows": release.n_input_rows, "n_released_rows": release.n_released_rows,
+        "n_classes": release.n_classes, "content_hash": release.content_hash,
+        "file_size": release.file_size, "output_path": release.output_path,
+        "pending_path": release.pending_path, "anonkit_version": __version__,
+    }
+
+
+def _jsonable(value: object) -> object:
+    """Parameters as plain JSON: numpy scalars as numbers, NaN as null, tuples and sets as
+    lists, anything else (paths, enums, model objects) as its text."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, set | frozenset):
+        return sorted((_jsonable(v) for v in value), key=str)
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)
+
+
+def _info(row: sa.RowMapping) -> ReleaseInfo:
+    created = row["created_at"]
+    if isinstance(created, str):
+        created = datetime.fromisoformat(created)
+    if created.tzinfo is None:  # SQLite keeps no time zone; we always write UTC
+        created = created.replace(tzinfo=UTC)
+    return ReleaseInfo(
+        id=row["id"], dataset=row["dataset"], seq=row["seq"], created_at=created,
+        method=row["method"], parameters=row["parameters"], key_column=row["key_column"],
+        columns=row["columns"], quasi_identifiers=row["quasi_identifiers"],
+        sensitive=row["sensitive"], models=row["models"], verdicts=row["verdicts"],
+        n_input_rows=row["n_input_rows"], n_released_rows=row["n_released_rows"],
+        n_classes=row["n_classes"], content_hash=row["content_hash"],
+        file_size=row["file_size"], output_path=row["output_path"],
+        pending_path=row["pending_path"], anonkit_version=row["anonkit_version"])
+
+
+def _class_values(sensitive: list[dict[str, dict[str, object]]], attr: str) -> ClassValues:
+    per_class = [c[attr]["values"] for c in sensitive]
+    lengths = np.fromiter((len(v) for v in per_class), dtype=np.int64, count=len(per_class))
+    flat = [pair for entries in per_class for pair in entries]
+    value = np.empty(len(flat), dtype=object)
+    value[:] = [p[0] for p in flat]
+    count = np.fromiter((p[1] for p in flat), dtype=np.int64, count=len(flat))
+    numeric = bool(sensitive) and "range" in sensitive[0][attr]
+    return ClassValues(np.repeat(np.arange(len(per_class), dtype=np.int64), lengths), value,
+                       count, numeric)
+
+
+def _ranges(numbers: Sequence[int]) -> str:
+    if not numbers:
+        return "none"
+    return f"{numbers[0]}..{numbers[-1]}" if len(numbers) > 2 else ", ".join(map(str, numbers))
+
+
+# -- what an adversary sees in a release, as class rows ----------------------------------
+
+
+def summarize_classes(data: pd.DataFrame, class_ids: np.ndarray, labels: pd.DataFrame,
+                      quasi_identifiers: Sequence[str],
+                      sensitive: Sequence[str]) -> list[tuple[int, int, str, str]]:
+    """``(class_id, size, qi_labels, sensitive)`` per class of a release.
+
+    ``data`` is the released table, ``class_ids`` its class per row and ``labels`` one row
+    per class with each quasi-identifier's released label (an :class:`AnonymizationResult`'s
+    ``data``, ``class_ids`` and ``classes``). The two JSON columns are assembled from
+    per-value texts, so ``json.dumps`` runs once per distinct value, not once per class.
+    """
+    class_ids = np.asarray(class_ids, dtype=np.int64)
+    n_classes = len(labels)
+    if len(class_ids) and (class_ids.min() < 0 or class_ids.max() >= n_classes):
+        raise HistoryError(f"the method returned class ids outside 0..{n_classes - 1}; "
+                           f"the release cannot be recorded")
+    sizes = np.bincount(class_ids, minlength=n_classes)
+    if (sizes == 0).any():
+        raise HistoryError(f"the method returned {int((sizes == 0).sum())} empty classes; "
+                           f"the release cannot be recorded")
+    label_parts = [_json_texts(labels[q].to_numpy(dtype=object)) for q in quasi_identifiers]
+    label_rows = ["[" + ",".join(parts) + "]" for parts in zip(*label_parts, strict=True)] \
+        if label_parts else ["[]"] * n_classes
+    attr_parts = [_sensitive_texts(attr, data[attr], class_ids, n_classes)
+                  for attr in sensitive]
+    sensitive_rows = ["{" + ",".join(parts) + "}" for parts in zip(*attr_parts, strict=True)] \
+        if attr_parts else ["{}"] * n_classes
+    return list(zip(range(n_classes), sizes.tolist(), label_rows, sensitive_rows, strict=True))
+
+
+def _json_texts(values: np.ndarray) -> list[str]:
+    codes, uniques = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=True)
+    texts = np.array([json.dumps(_plain(u)) for u in uniques] + ["null"], dtype=object)
+    return texts[codes].tolist()
+
+
+def _plain(value: object) -> object:
+    """A JSON-ready scalar: integral numbers as int (so 5 and 5.0 are one value in every
+    release), other numbers as float, missing as None, anything else as text."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if not np.isfinite(value):
+            return None
+        return int(value) if value.is_integer() else value
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return None
+    return str(value)
+
+
+def _sensitive_texts(attr: str, column: pd.Series, class_ids: np.ndarray,
+                     n_classes: int) -> list[str]:
+    """Per class: ``"attr":{"values":[[v,n],...]}`` (+ ``"range":[lo,hi]`` when numeric)."""
+    numeric = (pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column))
+    try:
+        codes, uniques = pd.factorize(column, sort=True, use_na_sentinel=True)
+    except TypeError:  # mixed types (numbers and text) cannot be sorted: sort as text
+        codes, uniques = pd.factorize(column.map(_plain).astype("string"), sort=True,
+                                      use_na_sentinel=True)
+    n_values = len(uniques) + 1
+    codes = np.where(codes < 0, len(uniques), codes).astype(np.int64)  # missing: last code
+    plain = [_plain(u) for u in uniques] + [None]
+    value_text = [json.dumps(v) for v in plain]
+    keys, counts = np.unique(class_ids * n_values + codes, return_counts=True)
+    entry_class, entry_value = keys // n_values, keys % n_values
+    entries = [f"[{value_text[v]},{c}]" for v, c in zip(entry_value.tolist(), counts.tolist(),
+                                                        strict=True)]
+    bounds = np.searchsorted(entry_class, np.arange(n_classes + 1)).tolist()
+    head = json.dumps(attr) + ':{"values":['
+    if not numeric:
+        return [head + ",".join(entries[a:b]) + "]}"
+                for a, b in itertools.pairwise(bounds)]
+    # entries are sorted by value within a class (factorize sorted them, missing last): a
+    # class's range runs from its first entry to its last present one
+    n_present = np.bincount(entry_class[entry_value < len(uniques)], minlength=n_classes)
+    first = np.asarray(bounds[:-1], dtype=np.int64)
+    lo = entry_value[np.minimum(first, len(entry_value) - 1)].tolist()
+    hi = entry_value[np.maximum(first + n_present - 1, 0)].tolist()
+    return [head + ",".join(entries[a:b]) + '],"range":'
+            + (f"[{value_text[lo_v]},{value_text[hi_v]}]" if n else "null") + "}"
+            for a, b, lo_v, hi_v, n in zip(bounds[:-1], bounds[1:], lo, hi,
+                                           n_present.tolist(), strict=True)]

@@ -1,0 +1,75 @@
+"""What every anonymization algorithm returns: the release plus the evidence about it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from anonkit.errors import ModelNotMetError
+from anonkit.models.base import Verdict
+from anonkit.table import Schema
+
+
+@dataclass
+class AnonymizationResult:
+    """A release and its verification.
+
+    Attributes:
+        data: the released table: identifiers dropped, quasi-identifiers generalized, rows in
+            the input's order (row ``i`` of ``data`` is row ``i`` of the input).
+        class_ids: per row of ``data``, the index of its equivalence class.
+        classes: one row per class: ``size``, then each quasi-identifier's released label.
+        verdicts: one per privacy model, measured on ``data`` as an adversary sees it (rows
+            grouped by their released quasi-identifier values), not on the algorithm's own
+            bookkeeping.
+        metrics: utility and risk figures (see :mod:`anonkit.metrics`).
+        schema: roles and kinds of the input's columns.
+        method: the algorithm's name, e.g. ``"mondrian"``.
+        parameters: every setting that produced this release (for the history and report).
+        timings: seconds spent per phase (``encode``, ``algorithm``, ``verify``, ...).
+    """
+
+    data: pd.DataFrame
+    class_ids: np.ndarray
+    classes: pd.DataFrame
+    verdicts: list[Verdict]
+    metrics: dict[str, float]
+    schema: Schema
+    method: str
+    parameters: dict[str, object]
+    timings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        """True when every verdict passes: only then may the release be written."""
+        return bool(self.verdicts) and all(v.passed for v in self.verdicts)
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.classes)
+
+    def failures(self) -> list[Verdict]:
+        return [v for v in self.verdicts if not v.passed]
+
+    def require_passed(self) -> None:
+        """Raise :class:`ModelNotMetError` naming each failed model (fail closed)."""
+        if not self.passed:
+            failed = "; ".join(str(v) for v in self.failures()) or "no verdict was computed"
+            raise ModelNotMetError(f"release refused, the privacy model is not met: {failed}")
+
+    def write(self, path: str | Path, fmt: str | None = None) -> Path:
+        """Write the release atomically (temp file + rename); refused unless it passed."""
+        from anonkit.io import write_table
+
+        self.require_passed()
+        write_table(self.data, path, fmt=fmt)
+        return Path(path)
+
+    def summary(self) -> str:
+        lines = [f"{self.method}: {len(self.data)} rows in {self.n_classes} classes"]
+        lines += [f"  {v}" for v in self.verdicts]
+        lines += [f"  {k} = {v:.4g}" for k, v in self.metrics.items()]
+        return "\n".join(lines)

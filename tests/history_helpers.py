@@ -1,0 +1,155 @@
+"""Helpers for the history tests: tables that change over time, a small test method, and a
+child process that publishes (for the kill and concurrency tests).
+
+The tables describe *people*: a person's quasi-identifiers and sensitive values are a
+function of their id, so a person who stays in the table keeps their values from one
+version to the next (what the cross-release attacks exploit), while churn replaces some
+people by new ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from anonkit.models.base import Classes, KAnonymity
+from anonkit.releases.publish import (
+    PUBLISH_HOOKS,
+    PublishContext,
+    PublishRequest,
+    publish,
+    register_method,
+)
+from anonkit.releases.store import HistoryStore
+from anonkit.result import AnonymizationResult
+
+DISEASES = np.array(["flu", "asthma", "diabetes", "cancer", "hiv", "migraine", "covid",
+                     "gastritis"], dtype=object)
+
+
+def people(ids: np.ndarray) -> pd.DataFrame:
+    """One row per id; every attribute is a fixed pseudo-random function of the id."""
+    ids = np.asarray(ids, dtype=np.int64)
+    h = (ids * 2654435761 + 12345) % (2**32)
+    return pd.DataFrame({
+        "pid": np.char.add("P", ids.astype(str)).astype(object),
+        "age": (18 + h % 73).astype(np.int64),
+        "zip": (10000 + (h // 73) % 400).astype(np.int64),
+        "sex": np.where((h // 29200) % 2 == 0, "F", "M").astype(object),
+        "disease": DISEASES[(h // 58400) % len(DISEASES)],
+        "income": (20000 + ((h // 467200) % 100) * 1000).astype(np.int64),
+    })
+
+
+def churned_versions(n_rows: int, n_versions: int, churn: float,
+                     seed: int = 0) -> list[pd.DataFrame]:
+    """``n_versions`` versions of a table; each replaces ``churn`` of the rows by new people
+    (and shuffles the row order, as a new extract would)."""
+    rng = np.random.default_rng(seed)
+    ids = np.arange(n_rows)
+    next_id = n_rows
+    out = []
+    for _ in range(n_versions):
+        out.append(people(rng.permutation(ids)).reset_index(drop=True))
+        leaving = rng.choice(n_rows, round(churn * n_rows), replace=False)
+        ids = ids.copy()
+        ids[leaving] = np.arange(next_id, next_id + len(leaving))
+        next_id += len(leaving)
+    return out
+
+
+def sorted_chunks(df: pd.DataFrame, request: PublishRequest,
+                  context: PublishContext) -> AnonymizationResult:
+    """A naive one-shot anonymizer for tests that do not need Mondrian: sort the rows by
+    their quasi-identifiers, cut runs of k, release each QI as the run's range (or set)."""
+    schema = context.schema
+    qis = schema.quasi_identifiers
+    k = int(request.options.get("k", 5))  # type: ignore[call-overload]
+    n = len(df)
+    order = np.lexsort([df[q].astype(str).to_numpy() if df[q].dtype == object
+                        else df[q].to_numpy() for q in reversed(qis)])
+    n_classes = max(n // k, 1)
+    class_ids = np.empty(n, dtype=np.int64)
+    class_ids[order] = np.minimum(np.arange(n) // k, n_classes - 1)
+    data = df[schema.released_columns].copy()
+    labels: dict[str, np.ndarray] = {}
+    for q in qis:
+        grouped = df[q].groupby(class_ids)
+        if df[q].dtype == object:
+            label = grouped.agg(lambda s: "{" + ",".join(sorted(set(map(str, s)))) + "}")
+        else:
+            lo, hi = grouped.min(), grouped.max()
+            label = ("[" + lo.astype(str) + "-" + hi.astype(str) + "]").where(lo != hi,
+                                                                           lo.astype(str))
+        labels[q] = label.to_numpy(dtype=object)
+        data[q] = labels[q][class_ids]
+    classes = pd.DataFrame({"size": np.bincount(class_ids), **labels})
+    verdicts = [KAnonymity(k).verdict(Classes(class_ids))]
+    return AnonymizationResult(data.reset_index(drop=True), class_ids, classes, verdicts, {},
+                               schema, "sorted-chunks", {"k": k})
+
+
+register_method("sorted-chunks", sorted_chunks, replace=True)
+
+
+def make_request(dataset: str = "census", method: str = "sorted-chunks", k: int = 5,
+            sensitive: tuple[str, ...] = ("disease",), **options: object) -> PublishRequest:
+    return PublishRequest(dataset=dataset, key="pid", quasi_identifiers=["age", "zip", "sex"],
+                          sensitive=list(sensitive), method=method,
+                          options={"k": k, **options})
+
+
+def history_state(store: HistoryStore) -> list[tuple[object, ...]]:
+    """Everything a publish could change, to compare before and after."""
+    import sqlalchemy as sa
+
+    from anonkit.releases.store import classes_table, records_table
+
+    with store.engine.connect() as conn:
+        n_classes = conn.execute(sa.select(sa.func.count()).select_from(classes_table)).scalar()
+        n_records = conn.execute(sa.select(sa.func.count()).select_from(records_table)).scalar()
+    return [*((r.dataset, r.seq, r.content_hash, r.pending_path) for r in store.releases()),
+            ("classes", n_classes), ("records", n_records)]
+
+
+# -- a publishing child process -------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python history_helpers.py SPEC.json``: publish as the spec says; when it names a
+    ``stage``, touch ``marker`` there, then wait for ``go`` (if given) and sleep ``sleep``
+    seconds. Prints ``ok SEQ`` or ``error ClassName: message``."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("spec")
+    spec = json.loads(Path(parser.parse_args(argv).spec).read_text())
+
+    def hook() -> None:
+        Path(spec["marker"]).touch()
+        go = spec.get("go")
+        deadline = time.monotonic() + 120
+        while go and not Path(go).exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(spec.get("sleep", 0))
+
+    if spec.get("stage"):
+        PUBLISH_HOOKS[spec["stage"]] = hook
+    df = pd.read_pickle(spec["input"])
+    try:
+        with HistoryStore.open(spec["history"], secret_file=spec["secret_file"],
+                               create=True) as store:
+            info = publish(store, df, make_request(**spec.get("request", {})), spec["output"])
+    except Exception as exc:
+        print(f"error {type(exc).__name__}: {exc}", flush=True)
+        return 1
+    print(f"ok {info.seq}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
