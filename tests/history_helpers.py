@@ -98,6 +98,29 @@ def sorted_chunks(df: pd.DataFrame, request: PublishRequest,
 register_method("sorted-chunks", sorted_chunks, replace=True)
 
 
+def given_classes(df: pd.DataFrame, request: PublishRequest,
+                  context: PublishContext) -> AnonymizationResult:
+    """Classes chosen by the test: ``options["classes"]`` maps each key to its class."""
+    schema = context.schema
+    chosen = request.options["classes"]
+    assert isinstance(chosen, dict)
+    class_ids = np.array([chosen[key] for key in df[request.key]], dtype=np.int64)
+    data = df[schema.released_columns].copy().reset_index(drop=True)
+    n_classes = int(class_ids.max()) + 1
+    labels = {q: np.array([f"c{c}" for c in range(n_classes)], dtype=object)
+              for q in schema.quasi_identifiers}
+    for q in schema.quasi_identifiers:
+        data[q] = labels[q][class_ids]
+    k = int(request.options.get("k", 1))  # type: ignore[call-overload]
+    return AnonymizationResult(data, class_ids, pd.DataFrame({"size": np.bincount(class_ids),
+                                                               **labels}),
+                               [KAnonymity(k).verdict(Classes(class_ids))], {}, schema,
+                               "given-classes", {"k": k})
+
+
+register_method("given-classes", given_classes, replace=True)
+
+
 def make_request(dataset: str = "census", method: str = "sorted-chunks", k: int = 5,
             sensitive: tuple[str, ...] = ("disease",), **options: object) -> PublishRequest:
     return PublishRequest(dataset=dataset, key="pid", quasi_identifiers=["age", "zip", "sex"],

@@ -199,9 +199,28 @@ def check(
 
     attributes = [_sensitive_attribute(df[name], name, kinds, hierarchies, orders)
                   for name in sens]
+    bound = bind_models(model_list, attributes)
+
+    class_ids, n_classes, first_row = group_rows(df, qis)
+    classes = Classes(class_ids, n_classes, attributes)
+    verdicts = [m.verdict(classes) for m in bound]
+    qi_frame = df[qis]
+    worst_values = [
+        _row_values(qi_frame, int(first_row[v.worst_class])) if v.worst_class >= 0 else {}
+        for v in verdicts
+    ]
+    return CheckReport(verdicts, [m.attribute if m.needs_sensitive else None for m in bound],
+                       worst_values, len(df), n_classes, qis, sens, classes.sizes)
+
+
+def bind_models(models: Sequence[PrivacyModel],
+                attributes: Sequence[SensitiveAttribute]) -> list[PrivacyModel]:
+    """One model per (model, sensitive attribute) it concerns, each validated against its
+    attribute: a model that names no attribute applies to every sensitive column."""
     by_name = {a.name: a for a in attributes}
+    sens = list(by_name)
     bound: list[PrivacyModel] = []
-    for model in model_list:
+    for model in models:
         if not model.needs_sensitive:
             bound.append(model)
             continue
@@ -221,17 +240,7 @@ def check(
             copy_.attribute = name
             copy_.check_attribute(by_name[name])
             bound.append(copy_)
-
-    class_ids, n_classes, first_row = group_rows(df, qis)
-    classes = Classes(class_ids, n_classes, attributes)
-    verdicts = [m.verdict(classes) for m in bound]
-    qi_frame = df[qis]
-    worst_values = [
-        _row_values(qi_frame, int(first_row[v.worst_class])) if v.worst_class >= 0 else {}
-        for v in verdicts
-    ]
-    return CheckReport(verdicts, [m.attribute if m.needs_sensitive else None for m in bound],
-                       worst_values, len(df), n_classes, qis, sens, classes.sizes)
+    return bound
 
 
 def group_rows(df: pd.DataFrame, columns: Sequence[str]) -> tuple[np.ndarray, int, np.ndarray]:

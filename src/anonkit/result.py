@@ -71,5 +71,10 @@ class AnonymizationResult:
     def summary(self) -> str:
         lines = [f"{self.method}: {len(self.data)} rows in {self.n_classes} classes"]
         lines += [f"  {v}" for v in self.verdicts]
-        lines += [f"  {k} = {v:.4g}" for k, v in self.metrics.items()]
+        lines += [f"  {k} = {_number(v)}" for k, v in self.metrics.items()]
         return "\n".join(lines)
+
+
+def _number(value: float) -> str:
+    """Whole numbers as such (30162, not 3.016e+04); others to four significant digits."""
+    return f"{int(value)}" if float(value).is_integer() else f"{value:.4g}"

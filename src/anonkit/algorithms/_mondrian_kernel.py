@@ -1,9 +1,12 @@
 """Compiled inner loop of Mondrian: choose a dimension and arrange a partition around its
 median, for many partitions per call.
 
-Rows of the working matrix are permuted in place so that every partition is a contiguous
-segment ``[start, end)``. For each segment the kernel picks the best cut dimension, finds the
+Rows of the working matrix are permuted so that every partition is a contiguous segment
+``[start, end)``. For each segment the kernel picks the best cut dimension, finds the
 (lower) median ``m`` of that dimension and rearranges the segment as ``< m | == m | > m``.
+The matrix has two copies (``Xs[0]``, ``Xs[1]``) and rearranging moves a segment from the
+copy that holds it to the other one (``side`` says which holds it), so nothing is copied
+back: the kernel is bound by memory traffic, which this halves.
 Both strict cuts the driver may take -- ``x <= m`` and ``x < m`` -- are then just positions
 in the segment, and cutting costs nothing more.
 """
@@ -11,7 +14,7 @@ in the segment, and cutting costs nothing more.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 WIDEST = 0  # widest range, normalised by the column's domain (LeFevre et al.)
 ENTROPY = 1  # highest entropy of the column's values in the partition
@@ -22,9 +25,173 @@ STRATEGIES = {"widest": WIDEST, "entropy": ENTROPY, "distinct": DISTINCT, "rando
 
 
 @njit(cache=True, nogil=True)
+def _histogram(X: np.ndarray, s: int, e: int, j: int, lo: int, hi: int,
+               counts: np.ndarray) -> int:
+    """Counts of the codes of column ``j`` in rows ``[s, e)`` into ``counts[: hi - lo + 1]``
+    (``counts[c]`` for code ``lo + c``); returns the number of slots used."""
+    width = hi - lo + 1
+    for c in range(width):
+        counts[c] = 0
+    for i in range(s, e):
+        counts[X[i, j] - lo] += 1
+    return width
+
+
+@njit(cache=True, nogil=True)
+def _sorted_column(X: np.ndarray, s: int, e: int, j: int, values: np.ndarray) -> np.ndarray:
+    size = e - s
+    for i in range(s, e):
+        values[i - s] = X[i, j]
+    out = values[:size]
+    out.sort()
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _score(X: np.ndarray, s: int, e: int, j: int, lo: int, hi: int, strategy: int,
+           cardinality: int, counts: np.ndarray, values: np.ndarray) -> float:
+    """Entropy or number of distinct values of column ``j`` in rows ``[s, e)``; by counting
+    when the codes span at most twice the rows, by sorting otherwise (never work
+    proportional to the column's number of distinct values)."""
+    size = e - s
+    distinct = 0
+    h = 0.0
+    if hi - lo + 1 <= 2 * size:
+        width = _histogram(X, s, e, j, lo, hi, counts)
+        for c in range(width):
+            if counts[c] > 0:
+                distinct += 1
+                q = counts[c] / size
+                h -= q * np.log(q)
+    else:
+        ordered = _sorted_column(X, s, e, j, values)
+        run = 1
+        for i in range(1, size + 1):
+            if i == size or ordered[i] != ordered[i - 1]:
+                distinct += 1
+                q = run / size
+                h -= q * np.log(q)
+                run = 1
+            else:
+                run += 1
+    return distinct / cardinality if strategy == DISTINCT else h
+
+
+@njit(cache=True, nogil=True)
+def _propose_one(p: int, Xs: np.ndarray, Rs: np.ndarray, side: np.ndarray, mags: np.ndarray,
+                 mag_offsets: np.ndarray, spans: np.ndarray, cardinalities: np.ndarray,
+                 starts: np.ndarray, ends: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                 excluded: np.ndarray, min_size: int, strategy: int, rng_seed: int,
+                 out_dim: np.ndarray, out_cut_le: np.ndarray, out_cut_lt: np.ndarray,
+                 out_lo: np.ndarray, out_hi: np.ndarray) -> None:
+    d = Xs.shape[2]
+    s = starts[p]
+    e = ends[p]
+    size = e - s
+    X = Xs[side[p]]
+    score = np.empty(d, dtype=np.float64)
+    values = np.empty(size, dtype=np.int64)
+    counts = np.empty(2 * size + 1, dtype=np.int64)
+    rng_state = np.uint64(rng_seed) * np.uint64(6364136223846793005) + np.uint64(p)
+    for j in range(d):
+        score[j] = -1.0
+        if (excluded[p] >> j) & 1 or lo[p, j] == hi[p, j]:
+            continue
+        if strategy == WIDEST:
+            off = mag_offsets[j]
+            width = mags[off + hi[p, j]] - mags[off + lo[p, j]]
+            if np.isnan(width):  # the missing code is in range
+                width = spans[j]
+            score[j] = width / spans[j] if spans[j] > 0 else 0.0
+        elif strategy == RANDOM:
+            rng_state = rng_state * np.uint64(6364136223846793005) + np.uint64(1442695040888963407)
+            score[j] = float(rng_state >> np.uint64(11)) / 9007199254740992.0
+        else:
+            score[j] = _score(X, s, e, j, lo[p, j], hi[p, j], strategy, cardinalities[j],
+                              counts, values)
+    out_dim[p] = -1
+    out_cut_le[p] = e
+    out_cut_lt[p] = s
+    while True:
+        best = -1
+        best_score = -1.0
+        for j in range(d):
+            if score[j] > best_score:
+                best_score = score[j]
+                best = j
+        if best < 0:
+            return
+        score[best] = -1.0  # not again for this partition in this call
+        # lower median of the chosen dimension, and the sizes of < m, == m, > m
+        blo = lo[p, best]
+        target = (size - 1) // 2
+        if hi[p, best] - blo + 1 <= 2 * size:
+            width = _histogram(X, s, e, best, blo, hi[p, best], counts)
+            acc = 0
+            m = blo
+            for c in range(width):
+                acc += counts[c]
+                if acc > target:
+                    m = blo + c
+                    break
+            n_eq = counts[m - blo]
+            n_lt = acc - n_eq
+        else:
+            ordered = _sorted_column(X, s, e, best, values)
+            m = ordered[target]
+            n_lt = np.searchsorted(ordered, m, side="left")
+            n_eq = np.searchsorted(ordered, m, side="right") - n_lt
+        n_gt = size - n_lt - n_eq
+        le_ok = n_lt + n_eq >= min_size and n_gt >= min_size
+        lt_ok = n_lt >= min_size and n_eq + n_gt >= min_size
+        if le_ok or lt_ok:
+            break
+    # move the segment to the other copy as < m | == m | > m, with each part's ranges
+    dst_x = Xs[1 - side[p]]
+    src_r = Rs[side[p]]
+    dst_r = Rs[1 - side[p]]
+    part_lo = np.full(3 * d, 2147483647, dtype=np.int64)
+    part_hi = np.full(3 * d, -1, dtype=np.int64)
+    w_lt = s
+    w_eq = s + n_lt
+    w_gt = s + n_lt + n_eq
+    for i in range(s, e):
+        v = X[i, best]
+        if v < m:
+            w = w_lt
+            w_lt += 1
+            base = 0
+        elif v == m:
+            w = w_eq
+            w_eq += 1
+            base = d
+        else:
+            w = w_gt
+            w_gt += 1
+            base = 2 * d
+        for j in range(d):
+            x = X[i, j]
+            dst_x[w, j] = x
+            if x < part_lo[base + j]:
+                part_lo[base + j] = x
+            if x > part_hi[base + j]:
+                part_hi[base + j] = x
+        dst_r[w] = src_r[i]
+    for part in range(3):
+        for j in range(d):
+            out_lo[p, part, j] = part_lo[part * d + j]
+            out_hi[p, part, j] = part_hi[part * d + j]
+    side[p] = 1 - side[p]
+    out_dim[p] = best
+    out_cut_le[p] = s + n_lt + n_eq
+    out_cut_lt[p] = s + n_lt
+
+
+@njit(cache=True, nogil=True, parallel=True)
 def propose_cuts(
-    X: np.ndarray,  # (n, d) int32 codes, rows permuted in place
-    rows: np.ndarray,  # (n,) int64 original row index, permuted along with X
+    Xs: np.ndarray,  # (2, n, d) integer codes: two copies, rows permuted
+    Rs: np.ndarray,  # (2, n) original row index of each position, permuted along with Xs
+    side: np.ndarray,  # (p,) which copy holds each partition; updated when it moves
     mags: np.ndarray,  # concatenated per-code magnitudes of every column
     mag_offsets: np.ndarray,  # (d + 1,) start of each column's magnitudes in ``mags``
     spans: np.ndarray,  # (d,) float64 domain span of each column (0 when constant)
@@ -42,138 +209,45 @@ def propose_cuts(
     out_cut_lt: np.ndarray,  # (p,) first row of the right side for the cut x < m
     out_lo: np.ndarray,  # (p, 3, d) ranges of the parts < m, == m, > m
     out_hi: np.ndarray,
-    buf_x: np.ndarray,  # scratch, same shape as X
-    buf_r: np.ndarray,  # scratch, same shape as rows
-    values: np.ndarray,  # scratch, (n,) int64
-    counts: np.ndarray,  # scratch, (max(2n, max cardinality) + 1,) int64
 ) -> None:
     """For each partition, try dimensions best first until one has a median cut whose
     sides both reach ``min_size`` (dimensions failing that are skipped here, at no cost to
-    the caller); arrange the segment around that median and report both cuts."""
-    d = X.shape[1]
-    score = np.empty(d, dtype=np.float64)
-    rng_state = np.uint64(seed) * np.uint64(6364136223846793005) + np.uint64(1442695040888963407)
+    the caller); move the segment around that median and report both cuts. Partitions are
+    disjoint segments, so they are processed in parallel."""
+    for p in prange(len(starts)):
+        _propose_one(p, Xs, Rs, side, mags, mag_offsets, spans, cardinalities, starts, ends,
+                     lo, hi, excluded, min_size, strategy, seed, out_dim, out_cut_le,
+                     out_cut_lt, out_lo, out_hi)
+
+
+@njit(cache=True, nogil=True)
+def propose_cuts_serial(
+    Xs: np.ndarray,  # (2, n, d) integer codes: two copies, rows permuted
+    Rs: np.ndarray,  # (2, n) original row index of each position, permuted along with Xs
+    side: np.ndarray,  # (p,) which copy holds each partition; updated when it moves
+    mags: np.ndarray,  # concatenated per-code magnitudes of every column
+    mag_offsets: np.ndarray,  # (d + 1,) start of each column's magnitudes in ``mags``
+    spans: np.ndarray,  # (d,) float64 domain span of each column (0 when constant)
+    cardinalities: np.ndarray,  # (d,) int64
+    starts: np.ndarray,
+    ends: np.ndarray,
+    lo: np.ndarray,  # (p, d) smallest code of each partition and column
+    hi: np.ndarray,  # (p, d) largest code
+    excluded: np.ndarray,  # (p,) int64 bitmask of dimensions not to cut
+    min_size: int,  # a cut whose smaller side is below this is never allowable
+    strategy: int,
+    seed: int,
+    out_dim: np.ndarray,  # (p,) chosen dimension, -1 when no dimension can be cut
+    out_cut_le: np.ndarray,  # (p,) first row of the right side for the cut x <= m
+    out_cut_lt: np.ndarray,  # (p,) first row of the right side for the cut x < m
+    out_lo: np.ndarray,  # (p, 3, d) ranges of the parts < m, == m, > m
+    out_hi: np.ndarray,
+) -> None:
+    """Like :func:`propose_cuts`, on one thread (less overhead for small rounds)."""
     for p in range(len(starts)):
-        s = starts[p]
-        e = ends[p]
-        size = e - s
-        for j in range(d):
-            score[j] = -1.0
-            if (excluded[p] >> j) & 1 or lo[p, j] == hi[p, j]:
-                continue
-            if strategy == WIDEST:
-                off = mag_offsets[j]
-                width = mags[off + hi[p, j]] - mags[off + lo[p, j]]
-                if np.isnan(width):  # the missing code is in range
-                    width = spans[j]
-                score[j] = width / spans[j] if spans[j] > 0 else 0.0
-            elif strategy == RANDOM:
-                rng_state = rng_state * np.uint64(6364136223846793005) + np.uint64(1)
-                score[j] = float(rng_state >> np.uint64(11)) / 9007199254740992.0
-            else:
-                for c in range(lo[p, j], hi[p, j] + 1):
-                    counts[c] = 0
-                for i in range(s, e):
-                    counts[X[i, j]] += 1
-                if strategy == DISTINCT:
-                    distinct = 0
-                    for c in range(lo[p, j], hi[p, j] + 1):
-                        if counts[c] > 0:
-                            distinct += 1
-                    score[j] = distinct / cardinalities[j]
-                else:
-                    h = 0.0
-                    for c in range(lo[p, j], hi[p, j] + 1):
-                        if counts[c] > 0:
-                            q = counts[c] / size
-                            h -= q * np.log(q)
-                    score[j] = h
-        out_dim[p] = -1
-        out_cut_le[p] = e
-        out_cut_lt[p] = s
-        while True:
-            best = -1
-            best_score = -1.0
-            for j in range(d):
-                if score[j] > best_score:
-                    best_score = score[j]
-                    best = j
-            if best < 0:
-                break
-            score[best] = -1.0  # not again for this partition in this call
-            # lower median of the chosen dimension, and the sizes of < m, == m, > m
-            blo = lo[p, best]
-            width = hi[p, best] - blo + 1
-            if width <= 2 * size:
-                for c in range(width):
-                    counts[c] = 0
-                for i in range(s, e):
-                    counts[X[i, best] - blo] += 1
-                target = (size - 1) // 2
-                acc = 0
-                m = blo
-                for c in range(width):
-                    acc += counts[c]
-                    if acc > target:
-                        m = blo + c
-                        break
-                n_lt = acc - counts[m - blo]
-                n_eq = counts[m - blo]
-            else:
-                for i in range(s, e):
-                    values[i - s] = X[i, best]
-                m = np.partition(values[:size], (size - 1) // 2)[(size - 1) // 2]
-                n_lt = 0
-                n_eq = 0
-                for i in range(s, e):
-                    v = X[i, best]
-                    if v < m:
-                        n_lt += 1
-                    elif v == m:
-                        n_eq += 1
-            n_gt = size - n_lt - n_eq
-            le_ok = n_lt + n_eq >= min_size and n_gt >= min_size
-            lt_ok = n_lt >= min_size and n_eq + n_gt >= min_size
-            if not (le_ok or lt_ok):
-                continue
-            # arrange the segment as < m | == m | > m, tracking each part's ranges
-            for part in range(3):
-                for j in range(d):
-                    out_lo[p, part, j] = 2147483647
-                    out_hi[p, part, j] = -1
-            w_lt = s
-            w_eq = s + n_lt
-            w_gt = s + n_lt + n_eq
-            for i in range(s, e):
-                v = X[i, best]
-                if v < m:
-                    w = w_lt
-                    w_lt += 1
-                    part = 0
-                elif v == m:
-                    w = w_eq
-                    w_eq += 1
-                    part = 1
-                else:
-                    w = w_gt
-                    w_gt += 1
-                    part = 2
-                for j in range(d):
-                    x = X[i, j]
-                    buf_x[w, j] = x
-                    if x < out_lo[p, part, j]:
-                        out_lo[p, part, j] = x
-                    if x > out_hi[p, part, j]:
-                        out_hi[p, part, j] = x
-                buf_r[w] = rows[i]
-            for i in range(s, e):
-                for j in range(d):
-                    X[i, j] = buf_x[i, j]
-                rows[i] = buf_r[i]
-            out_dim[p] = best
-            out_cut_le[p] = s + n_lt + n_eq
-            out_cut_lt[p] = s + n_lt
-            break
+        _propose_one(p, Xs, Rs, side, mags, mag_offsets, spans, cardinalities, starts, ends,
+                     lo, hi, excluded, min_size, strategy, seed, out_dim, out_cut_le,
+                     out_cut_lt, out_lo, out_hi)
 
 
 @njit(cache=True, nogil=True)

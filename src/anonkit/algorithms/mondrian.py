@@ -111,22 +111,21 @@ class Mondrian:
         self.seed = seed
 
     # -- configuration checked at run time (scikit-learn style) --------------------------
-    def _resolved_models(self, sensitive: Sequence[str]) -> list[PrivacyModel]:
+    def _resolved_models(self, sensitive: Sequence[SensitiveAttribute]) -> list[PrivacyModel]:
+        """The configured models, each bound to the sensitive attribute(s) it concerns."""
+        from anonkit.check import bind_models, parse_model
+
         models: list[PrivacyModel] = []
         if self.k is not None:
             models.append(KAnonymity(self.k))
+        names = [a.name for a in sensitive]
         for m in self.models:
             if isinstance(m, str):
-                from anonkit.check import parse_model
-
-                m = parse_model(m, sensitive=sensitive[0] if len(sensitive) == 1 else None)
+                m = parse_model(m, sensitive=names[0] if len(names) == 1 else None)
             models.append(m)
         if not models:
             raise InputError("no privacy model given: set k (e.g. -k 5) or models")
-        for m in models:
-            if m.needs_sensitive and not sensitive:
-                raise InputError(f"{m.name} needs a sensitive column: name one (--sensitive)")
-        return models
+        return bind_models(models, sensitive)
 
     def _strategy_code(self) -> int:
         try:
@@ -167,7 +166,8 @@ class Mondrian:
             schema = Schema.from_roles(df, quasi_identifiers, sensitive, identifiers,
                                        kinds=kinds, hierarchies=hierarchies)
         table = encode(df, schema, allow_missing=self.allow_missing)
-        models = self._resolved_models(schema.sensitive)
+        models = self._resolved_models(
+            [SensitiveAttribute.from_encoded(c) for c in table.sensitive])
         forms = self._forms(table)
         timings["encode"] = time.perf_counter() - t0
 
@@ -235,27 +235,31 @@ class Mondrian:
                     f"the table as a whole does not satisfy {m!r} (measured "
                     f"{m.levels(whole)[0]:g}), so no generalization can: relax the model")
         strategy = self._strategy_code()
-        X = table.qi_matrix.copy()
-        rows = np.arange(n, dtype=np.int64)
         cols = table.quasi_identifiers
+        # the kernel is bound by memory traffic: the narrowest integer type that holds codes
+        code_type = np.int16 if all(c.cardinality < 2**15 for c in cols) else np.int32
+        Xs = np.empty((2, n, d), dtype=code_type)
+        Xs[0] = table.qi_matrix
+        Rs = np.empty((2, n), dtype=np.int64)
+        Rs[0] = np.arange(n)
         mags = np.concatenate([c.magnitudes for c in cols]) if d else np.zeros(0)
         mag_offsets = np.concatenate([[0], np.cumsum([c.cardinality for c in cols])]).astype(
             np.int64)
         spans = np.array([c.domain_span for c in cols], dtype=np.float64)
         cards = np.array([c.cardinality for c in cols], dtype=np.int64)
-        scratch = (np.empty_like(X), np.empty_like(rows), np.empty(max(n, 1), np.int64),
-                   np.zeros(max(2 * n, int(cards.max(initial=1))) + 1, np.int64))
         all_dims = (1 << d) - 1
 
         starts = np.array([0], dtype=np.int64)
         ends = np.array([n], dtype=np.int64)
         lo = np.empty((1, d), np.int64)
         hi = np.empty((1, d), np.int64)
-        kernel.segment_ranges(X, starts, ends, lo, hi)
+        kernel.segment_ranges(Xs[0], starts, ends, lo, hi)
+        side = np.zeros(1, dtype=np.int8)  # which copy of Xs holds each partition
         excluded = np.zeros(1, dtype=np.int64)  # dims that may not be cut here (variant)
         tried = np.zeros(1, dtype=np.int64)  # dims whose cut broke a model here
         done_starts: list[np.ndarray] = []
         done_ends: list[np.ndarray] = []
+        done_sides: list[np.ndarray] = []
         rounds = 0
         while len(starts):
             # a partition with fewer than 2 * min_size rows has no allowable cut
@@ -263,8 +267,10 @@ class Mondrian:
             if small.any():
                 done_starts.append(starts[small])
                 done_ends.append(ends[small])
+                done_sides.append(side[small])
                 keep = ~small
                 starts, ends, lo, hi = starts[keep], ends[keep], lo[keep], hi[keep]
+                side = side[keep]
                 excluded, tried = excluded[keep], tried[keep]
                 if not len(starts):
                     break
@@ -275,14 +281,17 @@ class Mondrian:
             cut_lt = np.empty(p, np.int64)
             part_lo = np.empty((p, 3, d), np.int64)
             part_hi = np.empty((p, 3, d), np.int64)
-            kernel.propose_cuts(X, rows, mags, mag_offsets, spans, cards, starts, ends, lo, hi,
-                                excluded | tried, min_size, strategy, self.seed + rounds, dim,
-                                cut_le, cut_lt, part_lo, part_hi, *scratch)
+            # threads pay off only when a round moves many rows
+            propose = kernel.propose_cuts if p > 1 and int((ends - starts).sum()) > 200_000 \
+                else kernel.propose_cuts_serial
+            propose(Xs, Rs, side, mags, mag_offsets, spans, cards, starts, ends, lo, hi,
+                    excluded | tried, min_size, strategy, self.seed + rounds, dim, cut_le,
+                    cut_lt, part_lo, part_hi)
             can = dim >= 0
             ok_le = can & self._allowable(starts, cut_le, ends, min_size, heavy, sensitive,
-                                          rows)
+                                          Rs, side)
             ok_lt = can & ~ok_le & self._allowable(starts, cut_lt, ends, min_size, heavy,
-                                                   sensitive, rows)
+                                                   sensitive, Rs, side)
             cut = np.where(ok_le, cut_le, np.where(ok_lt, cut_lt, -1))
             split = cut >= 0
             # a cut that broke a model: try the partition's next dimension, or stop
@@ -290,10 +299,11 @@ class Mondrian:
             exhausted = ~split & (~can | (((excluded | tried) & all_dims) == all_dims))
             finished = exhausted | (split if self.single_dimensional else np.zeros(p, bool))
             if finished.any():
-                fs, fe, fc = starts[finished], ends[finished], cut[finished]
+                fs, fe, fc, fd = starts[finished], ends[finished], cut[finished], side[finished]
                 halves = fc >= 0
                 done_starts += [fs[~halves], fs[halves], fc[halves]]
                 done_ends += [fe[~halves], fc[halves], fe[halves]]
+                done_sides += [fd[~halves], fd[halves], fd[halves]]
             grow = split & ~finished
             retry = ~split & ~exhausted
             # children's ranges from the ranges of the parts < m, == m, > m
@@ -309,16 +319,21 @@ class Mondrian:
             lo = np.concatenate([lo[retry], left_lo, right_lo])
             hi = np.concatenate([hi[retry], left_hi, right_hi])
             excluded = np.concatenate([excluded[retry], child_excl, child_excl])
+            side = np.concatenate([side[retry], side[grow], side[grow]])
             tried = np.concatenate([tried[retry], np.zeros(2 * int(grow.sum()), np.int64)])
         final_starts = np.concatenate(done_starts) if done_starts else np.zeros(0, np.int64)
         final_ends = np.concatenate(done_ends) if done_ends else np.zeros(0, np.int64)
+        final_sides = np.concatenate(done_sides) if done_sides else np.zeros(0, np.int8)
         order = np.argsort(final_starts, kind="stable")
-        return Partitioning(rows, final_starts[order], final_ends[order], rounds)
+        final_starts, final_ends = final_starts[order], final_ends[order]
+        held_in_1 = np.repeat(final_sides[order].astype(bool), final_ends - final_starts)
+        rows = np.where(held_in_1, Rs[1], Rs[0])
+        return Partitioning(rows, final_starts, final_ends, rounds)
 
     @staticmethod
     def _allowable(starts: np.ndarray, cuts: np.ndarray, ends: np.ndarray, min_size: int,
                    heavy: Sequence[PrivacyModel], sensitive: Sequence[SensitiveAttribute],
-                   rows: np.ndarray) -> np.ndarray:
+                   Rs: np.ndarray, side: np.ndarray) -> np.ndarray:
         """Per partition: do both halves of the cut satisfy every model?"""
         ok = (cuts - starts >= min_size) & (ends - cuts >= min_size)
         if not heavy or not ok.any():
@@ -331,7 +346,7 @@ class Mondrian:
         total = int(sizes.sum())
         offsets = np.repeat(seg_start - np.concatenate([[0], np.cumsum(sizes)[:-1]]), sizes)
         positions = np.arange(total, dtype=np.int64) + offsets
-        picked = rows[positions]
+        picked = Rs[np.repeat(side[idx], e - s), positions]
         attrs = [a.reordered(a.codes[picked]) for a in sensitive]
         halves = Classes.from_sizes(sizes, attrs)
         good = np.ones(len(sizes), dtype=bool)

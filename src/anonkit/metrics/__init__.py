@@ -1,1 +1,109 @@
-"""metrics."""
+"""Utility and risk metrics of a release.
+
+:func:`release_metrics` is what every algorithm calls after generalizing: one flat dict of
+floats (JSON-friendly keys) stored in :attr:`AnonymizationResult.metrics`. The pieces are
+usable on their own, on any table: :mod:`anonkit.metrics.utility` (GCP / NCP, DM, C_avg)
+and :mod:`anonkit.metrics.risk` (prosecutor, journalist, marketer, sample uniques).
+
+Keys of :func:`release_metrics`:
+
+- ``gcp`` and ``ncp.<column>`` per QI: certainty penalties in [0, 1];
+- ``discernibility``, ``cavg``, ``suppression_rate``;
+- ``n_rows`` (released), ``suppressed``, ``n_classes`` (classes as an adversary sees
+  them: rows with equal released QI values), ``n_partitions`` (the algorithm's classes;
+  more than ``n_classes`` when two partitions got the same labels);
+- ``prosecutor.max`` / ``.avg`` / ``.records_at_risk``, the same for ``journalist``,
+  ``marketer``, ``sample_uniques``, ``risk_threshold`` and, when given,
+  ``population_size``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from anonkit.generalization import ColumnGeneralization
+from anonkit.metrics.risk import (
+    RiskFigures,
+    journalist_risk,
+    marketer_risk,
+    population_class_sizes,
+    population_sizes_from_table,
+    prosecutor_risk,
+    record_risks,
+    risk_metrics,
+    sample_uniques,
+)
+from anonkit.metrics.utility import cavg, discernibility, gcp, ncp, suppression_rate
+
+__all__ = [
+    "RiskFigures",
+    "cavg",
+    "discernibility",
+    "gcp",
+    "journalist_risk",
+    "marketer_risk",
+    "ncp",
+    "population_class_sizes",
+    "population_sizes_from_table",
+    "prosecutor_risk",
+    "record_risks",
+    "release_metrics",
+    "risk_metrics",
+    "sample_uniques",
+    "suppression_rate",
+]
+
+
+def release_metrics(
+    generalized: Sequence[ColumnGeneralization],
+    algorithm_sizes: np.ndarray,
+    released_sizes: np.ndarray,
+    k: int,
+    *,
+    suppressed: int = 0,
+    population_size: int | None = None,
+    risk_threshold: float = 0.2,
+) -> dict[str, float]:
+    """Utility and risk of a release, as a flat dict of floats.
+
+    Args:
+        generalized: one :class:`ColumnGeneralization` per QI, over the algorithm's classes.
+        algorithm_sizes: rows per algorithm class (aligned with ``generalized``'s arrays):
+            the certainty penalties are weighted by these.
+        released_sizes: rows per class as an adversary sees them (grouped by released
+            labels, e.g. :attr:`CheckReport.class_sizes`): DM, C_avg and risk use these,
+            since two partitions with equal labels are one class to anyone reading the file.
+        k: the smallest class size the models require (normalises C_avg).
+        suppressed: input rows left out of the release (NCP 1, charged ``n`` each in DM).
+        population_size: size of the population the input was drawn from; without it the
+            input is taken as the population (see :mod:`anonkit.metrics.risk`).
+        risk_threshold: a record is "at risk" when its risk exceeds this.
+    """
+    algorithm_sizes = np.asarray(algorithm_sizes, dtype=np.int64)
+    released_sizes = np.asarray(released_sizes, dtype=np.int64)
+    n_rows = int(released_sizes.sum())
+    if int(algorithm_sizes.sum()) != n_rows:
+        raise ValueError(f"the algorithm's classes hold {int(algorithm_sizes.sum())} rows but "
+                         f"the released classes {n_rows}; both must count the released rows")
+    if suppressed < 0:
+        raise ValueError(f"suppressed must be >= 0, got {suppressed}")
+    n_total = n_rows + suppressed
+    per_qi = ncp(generalized, algorithm_sizes, suppressed=suppressed)
+    out: dict[str, float] = {
+        "gcp": float(per_qi.mean()) if len(per_qi) else 0.0,
+        **{f"ncp.{g.column}": float(v) for g, v in zip(generalized, per_qi, strict=True)},
+        "discernibility": discernibility(released_sizes, suppressed, n_total),
+        "cavg": cavg(released_sizes, k),
+        "suppression_rate": suppression_rate(n_rows, suppressed),
+        "n_rows": float(n_rows),
+        "suppressed": float(suppressed),
+        "n_classes": float(np.count_nonzero(released_sizes)),
+        "n_partitions": float(np.count_nonzero(algorithm_sizes)),
+    }
+    out |= risk_metrics(released_sizes, threshold=risk_threshold,
+                        population_size=population_size, sample_size=n_total)
+    if population_size is not None:
+        out["population_size"] = float(population_size)
+    return out

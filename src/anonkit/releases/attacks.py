@@ -262,6 +262,7 @@ class _State:
         self.attributes = list(views[-1].info.sensitive) if views else []
         self.value_names: dict[str, np.ndarray] = {}
         self.magnitude: dict[str, np.ndarray] = {}
+        self.numeric: dict[str, bool] = {}
         self.sparse: dict[str, list[_Sparse]] = {}
         for attr in self.attributes:
             self._index_values(attr)
@@ -281,6 +282,7 @@ class _State:
         else:
             mags = np.full(len(names), np.nan)
         self.value_names[attr], self.magnitude[attr] = names, mags
+        self.numeric[attr] = numeric
         lookup = pd.Index(names)
         n_values = max(len(names), 1)
         sparse = []
@@ -443,7 +445,7 @@ class _State:
                 for r in requirements:
                     if r.measure == "distinct":
                         checks.append((adversary, r, attr, d, consistent & (d < r.threshold)))
-                    elif r.measure == "range":
+                    elif r.measure == "range" and self.numeric[attr]:
                         checks.append((adversary, r, attr, s,
                                        consistent & ~np.isnan(s) & (s < r.threshold)))
                 checks.append((adversary, pinned, attr, d, d == 1))

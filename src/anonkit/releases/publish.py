@@ -180,11 +180,11 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
     output = Path(output).absolute()
     method = method_for(request.method)
     _check_dataset_name(request.dataset)
+    check_key_column(df, request.key)
     previous = store.latest(request.dataset)
     schema = _schema(df, request)
     if previous is not None:
         _check_same_roles(previous, schema, request)
-    check_key_column(df, request.key)
     if not output.parent.is_dir():
         raise InputError(f"output folder {output.parent} does not exist; create it first")
     if output.is_dir():

@@ -1,0 +1,339 @@
+"""The ``anonkit`` command line. It only composes the API: read, anonymize, check, write.
+
+Exit codes: 0 success; 2 bad input or a privacy model not met (nothing written);
+1 internal error; ``release audit`` also uses 3 for "breaches found".
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import tomllib
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, ClassVar
+
+import click
+
+from anonkit.errors import AnonkitError, InputError
+from anonkit.table import as_list
+
+CONFIG_KEYS = {
+    "input", "output", "quasi_identifiers", "sensitive", "identifiers", "k", "l", "t",
+    "models", "strategy", "generalization", "hierarchies", "kinds", "allow_missing",
+    "report", "separator", "remove_cut_dimension", "single_dimensional", "seed",
+}
+
+
+class Progress:
+    """A phase-by-phase progress bar on stderr that appears only for work longer than a
+    second (tqdm's ``delay``) and only on a terminal."""
+
+    def __init__(self, phases: Sequence[str], enabled: bool = True) -> None:
+        from tqdm import tqdm
+
+        self._bar = tqdm(total=len(phases), delay=1.0, unit="step", leave=False,
+                         disable=not (enabled and sys.stderr.isatty()),
+                         bar_format="{desc:<24}{bar}| {n}/{total} [{elapsed}]")
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        self._bar.set_description_str(name)
+        yield
+        self._bar.update(1)
+
+    def close(self) -> None:
+        self._bar.close()
+
+
+def _run(body: Callable[[], int | None]) -> None:
+    """Run a command body, turning our errors into one-line messages and exit codes."""
+    try:
+        code = body() or 0
+    except AnonkitError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except (KeyboardInterrupt, BrokenPipeError):
+        sys.exit(130)
+    except Exception as exc:  # an internal error: say so, and how to report it
+        click.echo(f"internal error: {type(exc).__name__}: {exc}\n(this is a bug in anonkit; "
+                   f"run with ANONKIT_DEBUG=1 for the traceback)", err=True)
+        import os
+
+        if os.environ.get("ANONKIT_DEBUG"):
+            raise
+        sys.exit(1)
+    sys.exit(code)
+
+
+def load_config(path: Path | None) -> dict[str, Any]:
+    """A job's settings from a TOML file; relative paths are taken from the file's folder."""
+    if path is None:
+        return {}
+    try:
+        raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"config file not found: {path}") from None
+    except UnicodeDecodeError:
+        raise InputError(f"config file {path} is not UTF-8; re-save it as UTF-8") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"config file {path} is not valid TOML: {exc}") from None
+    config = dict(raw.get("anonymize", raw))
+    unknown = sorted(set(config) - CONFIG_KEYS)
+    if unknown:
+        raise InputError(f"config file {path}: unknown key(s) {', '.join(unknown)}; known keys: "
+                         f"{', '.join(sorted(CONFIG_KEYS))}")
+    base = Path(path).resolve().parent
+    for key in ("input", "output", "report"):
+        if key in config:
+            config[key] = str(base / config[key])
+    if "hierarchies" in config:
+        config["hierarchies"] = {c: str(base / f) for c, f in config["hierarchies"].items()}
+    return config
+
+
+def _parse_pairs(pairs: Sequence[str], what: str) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise InputError(f"{what} {pair!r} is not of the form column=value")
+        column, value = pair.split("=", 1)
+        out[column.strip()] = value.strip()
+    return out
+
+
+class LazyGroup(click.Group):
+    """A group whose heavier subcommand groups are imported only when used, so a plain
+    ``anonkit anonymize`` does not pay for the history's database libraries."""
+
+    lazy: ClassVar[dict[str, tuple[str, str]]] = {"release": ("anonkit.releases.cli", "release")}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *self.lazy])
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy:
+            import importlib
+
+            module, attribute = self.lazy[cmd_name]
+            return getattr(importlib.import_module(module), attribute)
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="anonkit")
+def main() -> None:
+    """anonkit: privacy-preserving data publishing with a release history."""
+
+
+@main.command()
+@click.argument("input_path", metavar="INPUT", required=False)
+@click.option("-o", "--output", help="Where to write the release (.csv or .parquet).")
+@click.option("--config", "config_path", type=click.Path(path_type=Path),
+              help="A TOML job file; command-line options override it.")
+@click.option("--qi", help="Quasi-identifiers, comma-separated.")
+@click.option("--sensitive", help="Sensitive column(s), comma-separated.")
+@click.option("--id", "identifiers", help="Identifier columns (never released), comma-separated.")
+@click.option("-k", type=int, help="k-anonymity: every class has at least k rows.")
+@click.option("-l", type=float, help="distinct l-diversity (use --model for other kinds).")
+@click.option("-t", type=float, help="t-closeness (EMD <= t).")
+@click.option("--model", "models", multiple=True,
+              help="Further model, e.g. entropy-l=2, recursive-cl=3,2, beta=1, ke=3,2000.")
+@click.option("--hierarchy", "hierarchies", multiple=True,
+              help="column=FILE: an ARX hierarchy CSV (repeatable).")
+@click.option("--generalization", "generalization", multiple=True,
+              help="column=FORM: range, set, hierarchy, prefix, mean or median (repeatable).")
+@click.option("--kind", "kinds", multiple=True,
+              help="column=KIND: numeric, categorical, ordinal or date (repeatable).")
+@click.option("--strategy", type=click.Choice(["widest", "entropy", "distinct", "random"]),
+              help="How Mondrian chooses the cut dimension (default: widest).")
+@click.option("--allow-missing", is_flag=True, default=None,
+              help="Treat a missing QI value as a value of its own instead of refusing.")
+@click.option("--sep", "separator", help="CSV separator (default: sniffed).")
+@click.option("--report", type=click.Path(path_type=Path), help="Write an HTML report here.")
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
+def anonymize(input_path: str | None, output: str | None, config_path: Path | None,
+              qi: str | None, sensitive: str | None, identifiers: str | None, k: int | None,
+              l: float | None, t: float | None, models: tuple[str, ...],  # noqa: E741
+              hierarchies: tuple[str, ...], generalization: tuple[str, ...],
+              kinds: tuple[str, ...], strategy: str | None, allow_missing: bool | None,
+              separator: str | None, report: Path | None, as_json: bool) -> None:
+    """Anonymize INPUT with Mondrian and write a verified release to OUTPUT."""
+
+    def body() -> int:
+        config = load_config(config_path)
+        given = {
+            "input": input_path, "output": output, "quasi_identifiers": qi,
+            "sensitive": sensitive, "identifiers": identifiers, "k": k, "l": l, "t": t,
+            "strategy": strategy, "allow_missing": allow_missing, "separator": separator,
+            "report": str(report) if report else None,
+        }
+        job = config | {key: value for key, value in given.items() if value is not None}
+        job["models"] = list(job.get("models", [])) + list(models)
+        job["hierarchies"] = dict(job.get("hierarchies", {})) | _parse_pairs(hierarchies,
+                                                                              "--hierarchy")
+        job["generalization"] = dict(job.get("generalization", {})) | _parse_pairs(
+            generalization, "--generalization")
+        job["kinds"] = dict(job.get("kinds", {})) | _parse_pairs(kinds, "--kind")
+        outcome = run_anonymize(job)
+        if as_json:
+            click.echo(json.dumps(outcome, indent=2, default=str))
+        else:
+            click.echo(outcome["summary"])
+            click.echo(f"release written to {outcome['output']}")
+            if outcome.get("report"):
+                click.echo(f"report written to {outcome['report']}")
+        return 0
+
+    _run(body)
+
+
+def run_anonymize(job: dict[str, Any], progress: bool = True) -> dict[str, Any]:
+    """Run one anonymization job (the settings of ``anonymize`` as a dict)."""
+    from anonkit.algorithms.mondrian import Mondrian
+    from anonkit.hierarchy import read_arx_hierarchy
+    from anonkit.io import check_output_path, read_table
+
+    for key in ("input", "output"):
+        if not job.get(key):
+            raise InputError(f"no {key} given: pass {'INPUT' if key == 'input' else '-o FILE'} "
+                             f"or set {key} in the config")
+    qis = as_list(job.get("quasi_identifiers"))
+    if not qis:
+        raise InputError("no quasi-identifiers given: pass --qi a,b,c or set "
+                         "quasi_identifiers in the config")
+    check_output_path(job["input"], job["output"])
+    if job.get("report"):
+        check_output_path(job["input"], job["report"])
+    model_texts = list(job.get("models", []))
+    if job.get("l") is not None:
+        model_texts.append(f"l={job['l']:g}")
+    if job.get("t") is not None:
+        model_texts.append(f"t={job['t']:g}")
+    phases = ["reading", "anonymizing", "writing"] + (["report"] if job.get("report") else [])
+    bar = Progress(phases, enabled=progress)
+    try:
+        with bar.phase("reading"):
+            df = read_table(job["input"], sep=job.get("separator"))
+            hierarchies = {column: read_arx_hierarchy(path, name=column)
+                           for column, path in job.get("hierarchies", {}).items()}
+        with bar.phase("anonymizing"):
+            mondrian = Mondrian(
+                k=job.get("k"), models=model_texts, strategy=job.get("strategy", "widest"),
+                generalization=job.get("generalization") or None,
+                remove_cut_dimension=bool(job.get("remove_cut_dimension", False)),
+                single_dimensional=bool(job.get("single_dimensional", False)),
+                allow_missing=bool(job.get("allow_missing", False)),
+                seed=int(job.get("seed", 0)))
+            result = mondrian.anonymize(
+                df, qis, sensitive=as_list(job.get("sensitive")) or None,
+                identifiers=as_list(job.get("identifiers")), hierarchies=hierarchies,
+                kinds=job.get("kinds") or None)
+        with bar.phase("writing"):
+            t0 = time.perf_counter()
+            result.write(job["output"])  # refused (ModelNotMetError) unless every model holds
+            result.timings["write"] = time.perf_counter() - t0
+        if job.get("report"):
+            with bar.phase("report"):
+                from anonkit.report import render_report
+
+                render_report(result, df, job["report"])
+    finally:
+        bar.close()
+    return {
+        "output": job["output"],
+        "report": job.get("report"),
+        "passed": result.passed,
+        "verdicts": [v.to_dict() for v in result.verdicts],
+        "metrics": result.metrics,
+        "timings": result.timings,
+        "summary": result.summary(),
+    }
+
+
+@main.command()
+@click.argument("input_path", metavar="INPUT")
+@click.option("--qi", required=True, help="Quasi-identifiers, comma-separated.")
+@click.option("--sensitive", help="Sensitive column(s), comma-separated.")
+@click.option("-k", type=int, help="k-anonymity.")
+@click.option("-l", type=float, help="distinct l-diversity.")
+@click.option("-t", type=float, help="t-closeness.")
+@click.option("--model", "models", multiple=True, help="Further model, e.g. entropy-l=2.")
+@click.option("--sep", "separator", help="CSV separator (default: sniffed).")
+@click.option("--report", type=click.Path(path_type=Path), help="Write an HTML report here.")
+@click.option("--json", "as_json", is_flag=True, help="Print the verdicts as JSON.")
+def check(input_path: str, qi: str, sensitive: str | None, k: int | None, l: float | None,  # noqa: E741
+          t: float | None, models: tuple[str, ...], separator: str | None,
+          report: Path | None, as_json: bool) -> None:
+    """Check any released table (ours or another tool's) against privacy models.
+
+    Exits 0 when every model holds and 2 when any fails.
+    """
+
+    def body() -> int:
+        from anonkit.check import check as run_check
+        from anonkit.io import read_table
+
+        texts = list(models)
+        if k is not None:
+            texts.insert(0, f"k={k}")
+        if l is not None:
+            texts.append(f"l={l:g}")
+        if t is not None:
+            texts.append(f"t={t:g}")
+        if not texts:
+            raise InputError("no privacy model given: pass -k, -l, -t or --model")
+        df = read_table(input_path, sep=separator)
+        outcome = run_check(df, as_list(qi), as_list(sensitive) or None, texts)
+        if report:
+            from anonkit.report import render_check_report
+
+            render_check_report(outcome, report)
+        click.echo(json.dumps(outcome.to_dict(), indent=2, default=str) if as_json
+                   else str(outcome))
+        return 0 if outcome.passed else 2
+
+    _run(body)
+
+
+@main.command()
+@click.option("-o", "--output", default="anonkit-demo", show_default=True,
+              type=click.Path(path_type=Path), help="Folder for the demo's files.")
+def demo(output: Path) -> None:
+    """Anonymize the bundled UCI Adult sample and write release, verification and report."""
+
+    def body() -> int:
+        from anonkit.datasets import load_adult
+
+        adult = load_adult()
+        output.mkdir(parents=True, exist_ok=True)
+        qis = list(adult.quasi_identifiers)
+        hierarchy_files = {c: str(adult.path.parent / f"adult_hierarchy_{c}.csv")
+                           for c in qis if c != "age"}
+        job = {
+            "input": str(adult.path), "output": str(output / "adult-release.csv"),
+            "quasi_identifiers": qis, "sensitive": adult.sensitive, "k": 10, "l": 2,
+            "hierarchies": hierarchy_files, "report": str(output / "report.html"),
+        }
+        click.echo(f"anonymizing UCI Adult ({len(adult.data):,} rows; QIs: {', '.join(qis)}; "
+                   f"sensitive: {adult.sensitive}) with Mondrian, k=10, distinct l=2")
+        outcome = run_anonymize(job)
+        verification = output / "verification.json"
+        from anonkit.io import atomic_write
+
+        with atomic_write(verification) as tmp:
+            tmp.write_text(json.dumps({"verdicts": outcome["verdicts"],
+                                       "metrics": outcome["metrics"]}, indent=2, default=str))
+        click.echo(outcome["summary"])
+        click.echo(f"\nrelease:      {Path(outcome['output']).resolve()}")
+        click.echo(f"verification: {verification.resolve()}")
+        click.echo(f"report:       {Path(outcome['report']).resolve()}")
+        return 0
+
+    _run(body)
+
+
+if __name__ == "__main__":
+    main()

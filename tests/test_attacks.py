@@ -1,0 +1,335 @@
+"""The cross-release attack audit: hand-computed cases, an independent brute-force
+recomputation (plain Python sets, from the raw tables and class assignments, never from the
+history), and the acceptance scenario: naive Mondrian re-run on a churning table."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from itertools import combinations
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from anonkit.releases.attacks import PINNED, AuditReport, ScopeResult, audit, requirements_of
+from anonkit.releases.publish import PublishRequest, method_for, publish, register_method
+from anonkit.releases.report import render_html
+from anonkit.releases.store import HistoryStore
+from history_helpers import churned_versions, make_request, people
+
+if TYPE_CHECKING:
+    from pg_fixtures import HistoryTarget
+
+pytest_plugins = ["pg_fixtures"]
+
+
+def open_store(target: HistoryTarget) -> HistoryStore:
+    return HistoryStore.open(target.url, secret_file=target.secret_file, create=True)
+
+
+def counts(scope: ScopeResult) -> dict[tuple[str, str, str | None], int]:
+    return {(f.adversary, f.model, f.attribute): f.records for f in scope.findings}
+
+
+# -- a case small enough to compute by hand ------------------------------------------------
+
+#: six people; disease and income follow the same pattern (a,b | c,d | e,f share values)
+HAND = pd.DataFrame({
+    "pid": list("abcdef"),
+    "age": [30, 31, 32, 33, 34, 35], "zip": [1, 1, 1, 1, 1, 1], "sex": list("FFFMMM"),
+    "disease": ["flu", "flu", "hiv", "hiv", "cold", "cold"],
+    "income": [1000, 1000, 3000, 3000, 5000, 5000],
+})
+RELEASE_1 = {"a": 0, "b": 0, "c": 0, "d": 1, "e": 1, "f": 1}  # {a,b,c} {d,e,f}
+RELEASE_2 = {"a": 0, "e": 0, "f": 0, "b": 1, "c": 1, "d": 1}  # {a,e,f} {b,c,d}
+
+
+def _hand_history(target: HistoryTarget, tmp_path: Path) -> HistoryStore:
+    store = open_store(target)
+    for n, classes in enumerate((RELEASE_1, RELEASE_2), start=1):
+        req = make_request(method="given-classes", k=2, sensitive=("disease", "income"),
+                           classes=classes)
+        publish(store, HAND.sample(frac=1.0, random_state=n), req, tmp_path / f"r{n}.csv")
+    return store
+
+
+def test_hand_computed_pair(history: HistoryTarget, tmp_path: Path) -> None:
+    """Release 1 classes {a,b,c} {d,e,f}; release 2 {a,e,f} {b,c,d}; k = 2.
+
+    a: classes {a,b,c} & {a,e,f}: alone (1 candidate); values {flu,flu,hiv} & {flu,cold,cold}
+       = {flu}: pinned, and the qi adversary's count is min(2, 1) = 1.
+    b, c: {a,b,c} & {b,c,d}: {b, c}; values {flu, hiv}; qi count 1 + 1 = 2. Safe at k = 2.
+    d: {d,e,f} & {b,c,d}: alone; {hiv}: pinned; qi count 1.
+    e, f: {d,e,f} & {a,e,f}: {e, f}; values {cold}: pinned (both adversaries).
+    """
+    with _hand_history(history, tmp_path) as store:
+        report = audit(store, "census")
+        (pair,) = report.pairs
+        assert pair.releases == (1, 2) and pair.records_compared == 6
+        assert counts(pair) == {
+            ("qi", "k-anonymity", None): 2,  # a, d
+            ("qi", PINNED, "disease"): 4,  # a, d, e, f
+            ("qi", PINNED, "income"): 4,
+            ("linkage", "k-anonymity", None): 2,
+            ("linkage", PINNED, "disease"): 4,
+            ("linkage", PINNED, "income"): 4,
+        }
+        assert pair.records_breached == 4
+        assert pair.breached_by == {"qi": 4, "linkage": 4}
+        (worst,) = [f.worst for f in pair.findings
+                    if (f.adversary, f.model) == ("linkage", "k-anonymity")]
+        assert [w["candidates_linkage"] for w in worst] == [1, 1]
+        assert {w["values[disease]"][0] for w in worst} == {"flu", "hiv"}
+        assert worst[0]["class_sizes"] == {"1": 3, "2": 3}
+        assert report.breached and report.records_breached == 4
+
+        # explicit thresholds: l = 3 distinct values, a range of e = 2500 on income
+        strict = audit(store, "census", l=3, e=2500)
+        (pair,) = strict.pairs
+        found = counts(pair)
+        assert found[("qi", "distinct l-diversity", "disease")] == 6
+        assert found[("linkage", "distinct l-diversity", "disease")] == 6
+        assert found[("qi", "(k,e)-anonymity", "income")] == 6  # ranges 0 or 2000 < 2500
+        assert ("qi", "(k,e)-anonymity", "disease") not in found  # not numeric
+        assert strict.records_breached == 6
+
+
+def test_requirements_come_from_the_recorded_models(history: HistoryTarget,
+                                                    tmp_path: Path) -> None:
+    with _hand_history(history, tmp_path) as store:
+        info = store.release("census", 1)
+    assert [(r.model, r.measure, r.threshold) for r in requirements_of(info)] == [
+        ("k-anonymity", "candidates", 2.0)]
+    fake = info.__class__(**{**info.__dict__, "verdicts": [
+        {"model": "entropy l-diversity", "parameters": {"l": 2.5}},
+        {"model": "(k,e)-anonymity", "parameters": {"k": 3, "e": 2000}},
+        {"model": "t-closeness", "parameters": {"t": 0.2}}]})
+    assert [(r.model, r.measure, r.threshold) for r in requirements_of(fake)] == [
+        ("entropy l-diversity", "distinct", 2.5), ("(k,e)-anonymity", "distinct", 3.0),
+        ("(k,e)-anonymity", "range", 2000.0)]
+
+
+def test_republishing_the_same_classes_reveals_nothing_new(tmp_path: Path) -> None:
+    df = people(np.arange(500))
+    with HistoryStore.open(tmp_path / "h.db", create=True) as store:
+        for n in range(3):
+            publish(store, df.sample(frac=1.0, random_state=n), make_request(),
+                    tmp_path / f"r{n}.csv")
+        view = store.load(store.release("census", 1))
+        distinct = np.bincount(view.values["disease"].class_index)
+        assert distinct.min() >= 2  # no class is homogeneous on its own
+        report = audit(store, "census")
+    assert not report.breached and report.records_breached == 0
+    assert [p.records_compared for p in report.pairs] == [500, 500, 500]
+    assert all(not p.findings for p in report.pairs)
+    assert report.overall is not None and report.overall.records_compared == 500
+
+
+def test_one_release_has_nothing_to_intersect(tmp_path: Path) -> None:
+    with HistoryStore.open(tmp_path / "h.db", create=True) as store:
+        publish(store, people(np.arange(50)), make_request(), tmp_path / "r.csv")
+        report = audit(store, "census")
+    assert not report.breached and report.pairs == [] and report.overall is None
+    assert "nothing to intersect" in report.summary()
+
+
+# -- the brute force -----------------------------------------------------------------------
+
+
+def brute_force(tables: Sequence[pd.DataFrame], class_ids: Sequence[np.ndarray], key: str,
+                sensitive: Sequence[str], numeric: set[str], k: float,
+                l: float | None = None, e: float | None = None,  # noqa: E741
+                ) -> dict[tuple[int, ...], tuple[Counter[tuple[str, str, str | None]], int,
+                                                 dict[str, int]]]:
+    """Per scope (a pair of releases by index, or ``()`` for "every release containing
+    the record"): breached records per (adversary, model, attribute), breached records,
+    and breached records per adversary -- record by record with Python sets."""
+    class_of: list[dict[object, int]] = []
+    members: list[dict[int, set[object]]] = []
+    multiset: list[dict[str, dict[int, Counter[object]]]] = []
+    for df, cids in zip(tables, class_ids, strict=True):
+        keys, cids_list = df[key].tolist(), [int(c) for c in cids]
+        class_of.append(dict(zip(keys, cids_list, strict=True)))
+        m: dict[int, set[object]] = defaultdict(set)
+        for record, c in zip(keys, cids_list, strict=True):
+            m[c].add(record)
+        members.append(m)
+        per_attr: dict[str, dict[int, Counter[object]]] = {}
+        for attr in sensitive:
+            per_class: dict[int, Counter[object]] = defaultdict(Counter)
+            for c, value in zip(cids_list, df[attr].tolist(), strict=True):
+                per_class[c][value] += 1
+            per_attr[attr] = per_class
+        multiset.append(per_attr)
+
+    def judge(record: object, scope: Sequence[int]) -> set[tuple[str, str, str | None]]:
+        classes = [class_of[r][record] for r in scope]
+        shared = set.intersection(*(members[r][c] for r, c in zip(scope, classes, strict=True)))
+        cand_link = len(shared)
+        cand_qi = min(len(members[r][c]) for r, c in zip(scope, classes, strict=True))
+        flags = set()
+        for attr in sensitive:
+            bags = [multiset[r][attr][c] for r, c in zip(scope, classes, strict=True)]
+            values = set.intersection(*(set(b) for b in bags))
+            cand_qi = min(cand_qi, sum(min(b[v] for b in bags) for v in values))
+            span = (max(values) - min(values)) if attr in numeric and values else None
+            for adversary, distinct, rng in (
+                    ("qi", len(values), span),
+                    ("linkage", min(len(values), cand_link),
+                     0 if cand_link == 1 and span is not None else span)):
+                if distinct == 1:
+                    flags.add((adversary, PINNED, attr))
+                if l is not None and 1 <= distinct < l:
+                    flags.add((adversary, "distinct l-diversity", attr))
+                if e is not None and distinct >= 1 and rng is not None and rng < e:
+                    flags.add((adversary, "(k,e)-anonymity", attr))
+        if cand_qi < k:
+            flags.add(("qi", "k-anonymity", None))
+        if cand_link < k:
+            flags.add(("linkage", "k-anonymity", None))
+        return flags
+
+    out = {}
+    scopes: list[tuple[tuple[int, ...], list[tuple[object, tuple[int, ...]]]]] = []
+    for i, j in combinations(range(len(tables)), 2):
+        common = class_of[i].keys() & class_of[j].keys()
+        scopes.append(((i, j), [(record, (i, j)) for record in common]))
+    everywhere = defaultdict(list)
+    for r, mapping in enumerate(class_of):
+        for record in mapping:
+            everywhere[record].append(r)
+    scopes.append(((), [(rec, tuple(rs)) for rec, rs in everywhere.items() if len(rs) >= 2]))
+    for name, targets in scopes:
+        tally: Counter[tuple[str, str, str | None]] = Counter()
+        breached, by_adversary = 0, {"qi": 0, "linkage": 0}
+        for record, scope in targets:
+            flags = judge(record, scope)
+            tally.update(flags)
+            breached += bool(flags)
+            for adversary in by_adversary:
+                by_adversary[adversary] += any(f[0] == adversary for f in flags)
+        out[name] = (tally, breached, by_adversary)
+    return out
+
+
+def assert_matches_brute_force(report: AuditReport, truth: dict) -> None:  # type: ignore[type-arg]
+    scopes = {tuple(report.releases.index(s) for s in p.releases): p for p in report.pairs}
+    assert report.overall is not None
+    scopes[()] = report.overall
+    assert set(scopes) == set(truth)
+    for name, scope in scopes.items():
+        tally, breached, by_adversary = truth[name]
+        assert counts(scope) == dict(tally), name
+        assert scope.records_breached == breached, name
+        assert scope.breached_by == by_adversary, name
+
+
+class Recorder:
+    """Wraps a release method and keeps what it returned (the brute force's input)."""
+
+    def __init__(self, method: str) -> None:
+        self.inner = method_for(method)
+        self.results: list[object] = []
+
+    def __call__(self, df, request, context):  # type: ignore[no-untyped-def]
+        result = self.inner(df, request, context)
+        self.results.append(result)
+        return result
+
+
+def test_audit_matches_brute_force_on_a_churning_table(history: HistoryTarget,
+                                                       tmp_path: Path) -> None:
+    versions = churned_versions(1500, 4, churn=0.1, seed=3)
+    recorder = Recorder("sorted-chunks")
+    register_method("recorded-chunks", recorder, replace=True)
+    req = make_request(method="recorded-chunks", sensitive=("disease", "income"))
+    with open_store(history) as store:
+        for n, df in enumerate(versions):
+            publish(store, df, req, tmp_path / f"r{n}.csv")
+        report = audit(store, "census")
+        strict = audit(store, "census", k=7, l=3, e=20_000)
+    class_ids = [r.class_ids for r in recorder.results]  # type: ignore[attr-defined]
+    common = {"tables": versions, "class_ids": class_ids, "key": "pid",
+              "sensitive": ["disease", "income"], "numeric": {"income"}}
+    assert report.breached
+    assert_matches_brute_force(report, brute_force(**common, k=5))
+    assert_matches_brute_force(strict, brute_force(**common, k=7, l=3, e=20_000))
+
+
+# -- acceptance: naive Mondrian on a churning table ----------------------------------------
+
+
+def census_versions(n_rows: int, n_versions: int, churn: float,
+                    seed: int = 0) -> list[pd.DataFrame]:
+    """Versions of a synthetic census: each replaces ``churn`` of the people by people not
+    seen before (drawn from one larger census, so everyone keeps their own values)."""
+    from anonkit.datasets import make_census
+
+    n_new = round(churn * n_rows)
+    pool = make_census(n_rows + n_new * (n_versions - 1), seed=seed).data
+    rng = np.random.default_rng(seed)
+    current = np.arange(n_rows)
+    fresh = n_rows
+    out = []
+    for _ in range(n_versions):
+        out.append(pool.iloc[rng.permutation(current)].reset_index(drop=True))
+        leaving = rng.choice(n_rows, n_new, replace=False)
+        current = current.copy()
+        current[leaving] = np.arange(fresh, fresh + n_new)
+        fresh += n_new
+    return out
+
+
+CENSUS_QIS = ["age", "sex", "race", "marital-status", "education", "zip"]
+
+
+def test_naive_mondrian_on_a_churning_table_is_caught(tmp_path: Path) -> None:
+    """The issue's scenario: 5 releases, 10 % of the rows replaced each time, Mondrian with
+    k = 5 re-run on every version. Each release is 5-anonymous; their intersections are
+    not, and the audit says so -- with the brute force's numbers."""
+    versions = census_versions(3000, 5, churn=0.1, seed=11)
+    recorder = Recorder("mondrian")
+    register_method("recorded-mondrian", recorder, replace=True)
+    req = PublishRequest(dataset="census", key="id", quasi_identifiers=CENSUS_QIS,
+                         sensitive=["disease", "salary"], method="recorded-mondrian",
+                         options={"k": 5})
+    with HistoryStore.open(tmp_path / "h.db", create=True) as store:
+        for n, df in enumerate(versions):
+            info = publish(store, df, req, tmp_path / f"r{n}.csv")
+            assert info.passed and info.method == "mondrian"
+        report = audit(store, "census")
+    assert report.breached
+    assert all(p.records_breached > 0 for p in report.pairs)
+    assert all(p.count("linkage", "k-anonymity") > 0 for p in report.pairs)
+    # consecutive releases share 90 % of their records
+    assert [p.records_compared for p in report.pairs[:1]] == [2700]
+    truth = brute_force(versions, [r.class_ids for r in recorder.results],  # type: ignore[attr-defined]
+                        key="id", sensitive=["disease", "salary"], numeric={"salary"}, k=5)
+    assert_matches_brute_force(report, truth)
+
+
+# -- output ----------------------------------------------------------------------------------
+
+
+def test_the_findings_serialise_and_the_report_is_self_contained(history: HistoryTarget,
+                                                                  tmp_path: Path) -> None:
+    versions = churned_versions(400, 3, churn=0.1, seed=5)
+    with open_store(history) as store:
+        for n, df in enumerate(versions):
+            publish(store, df, make_request(), tmp_path / f"r{n}.csv")
+        report = audit(store, "census")
+    data = json.loads(json.dumps(report.to_dict()))
+    assert data["breached"] is True and data["releases"] == [1, 2, 3]
+    assert [p["releases"] for p in data["pairs"]] == [[1, 2], [1, 3], [2, 3]]
+    assert data["all_releases"]["kind"] == "all"
+    finding = data["pairs"][0]["findings"][0]
+    assert {"adversary", "model", "records", "worst"} <= set(finding)
+    page = render_html(report)
+    assert "http://" not in page and "https://" not in page and "<script" not in page
+    images = [chunk.split("'")[0] for chunk in page.split("data:image/png;base64,")[1:]]
+    assert len(images) == 2  # breaches per pair, and the release-by-release matrix
+    assert all(base64.b64decode(img).startswith(b"\x89PNG") for img in images)

@@ -1,0 +1,174 @@
+"""The command line: happy paths, config files, and every bad input the Core issue lists.
+
+A bad input must give a one-line error naming the culprit, exit code 2, no output file, and
+leave the input untouched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from anonkit.cli import main
+from anonkit.datasets import load_adult
+
+QIS = "sex,age,race,marital-status,education,native-country,workclass,occupation"
+
+
+@pytest.fixture(scope="module")
+def adult_csv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("adult") / "adult.csv"
+    load_adult().data.head(3000).to_csv(path, sep=";", index=False)
+    return path
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, [str(a) for a in args])
+    return result.exit_code, result.output
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def assert_refused(code: int, output: str, *fragments: str, out: Path | None = None) -> None:
+    assert code == 2, output
+    lines = [line for line in output.strip().splitlines() if line]
+    assert len(lines) == 1 and lines[0].startswith("error: "), output
+    for fragment in fragments:
+        assert fragment in output, (fragment, output)
+    if out is not None:
+        assert not out.exists()
+        assert not [p for p in out.parent.iterdir() if p.name.startswith(f".{out.name}")]
+
+
+def test_anonymize_writes_a_verified_release(adult_csv: Path, tmp_path: Path) -> None:
+    before = digest(adult_csv)
+    out = tmp_path / "release.csv"
+    code, output = run("anonymize", adult_csv, "-o", out, "--qi", QIS,
+                       "--sensitive", "salary-class", "-k", "5", "-l", "2")
+    assert code == 0, output
+    assert "PASS k-anonymity" in output and "PASS" in output
+    assert digest(adult_csv) == before
+    released = pd.read_csv(out)
+    assert len(released) == 3000
+    sizes = released.groupby(QIS.split(","), dropna=False).size()
+    assert sizes.min() >= 5
+
+
+def test_check_command_judges_any_table(adult_csv: Path, tmp_path: Path) -> None:
+    out = tmp_path / "release.csv"
+    assert run("anonymize", adult_csv, "-o", out, "--qi", QIS, "-k", "7")[0] == 0
+    code, output = run("check", out, "--qi", QIS, "-k", "7", "--json")
+    assert code == 0, output
+    verdict = json.loads(output)["verdicts"][0]
+    assert verdict["passed"] and verdict["measured"] >= 7
+    # the raw input is far from 7-anonymous: the check fails and says how far
+    code, output = run("check", adult_csv, "--qi", QIS, "-k", "7")
+    assert code == 2 and "FAIL k-anonymity" in output
+
+
+def test_config_file_and_overrides(adult_csv: Path, tmp_path: Path) -> None:
+    config = tmp_path / "job.toml"
+    config.write_text(
+        f'input = "{adult_csv}"\noutput = "from-config.csv"\n'
+        f'quasi_identifiers = {json.dumps(QIS.split(","))}\nsensitive = "salary-class"\n'
+        'k = 4\n[generalization]\nage = "range"\n', encoding="utf-8")
+    code, output = run("anonymize", "--config", config, "-k", "6", "--json")
+    assert code == 0, output
+    outcome = json.loads(output)
+    assert Path(outcome["output"]) == tmp_path / "from-config.csv"
+    assert outcome["verdicts"][0]["required"] == 6  # the command line wins
+
+
+@pytest.mark.parametrize(
+    ("content", "fragments"),
+    [
+        (b"", ("empty",)),
+        (b"a;b;c\n", ("no data rows",)),
+        (b"age;age;s\n1;2;x\n", ("duplicate column", "age")),
+        (b"age;s\n30;x\n\xff\xfe;y\n", ("UTF-8",)),
+    ],
+    ids=["empty", "header-only", "duplicate-columns", "non-utf8"],
+)
+def test_unreadable_inputs(tmp_path: Path, content: bytes, fragments: tuple[str, ...]) -> None:
+    src = tmp_path / "in.csv"
+    src.write_bytes(content)
+    out = tmp_path / "out.csv"
+    code, output = run("anonymize", src, "-o", out, "--qi", "age", "-k", "1")
+    assert_refused(code, output, *fragments, out=out)
+    assert src.read_bytes() == content
+
+
+def test_unknown_qi_column(adult_csv: Path, tmp_path: Path) -> None:
+    out = tmp_path / "o.csv"
+    code, output = run("anonymize", adult_csv, "-o", out, "--qi", "age,salary", "-k", "2")
+    assert_refused(code, output, "'salary'", "age", out=out)
+
+
+@pytest.mark.parametrize("k", ["0", "-3", "3001"])
+def test_k_out_of_range(adult_csv: Path, tmp_path: Path, k: str) -> None:
+    out = tmp_path / "o.csv"
+    code, output = run("anonymize", adult_csv, "-o", out, "--qi", "age,sex", "-k", k)
+    assert_refused(code, output, "k", out=out)
+
+
+def test_l_larger_than_distinct_sensitive_values(adult_csv: Path, tmp_path: Path) -> None:
+    out = tmp_path / "o.csv"
+    code, output = run("anonymize", adult_csv, "-o", out, "--qi", "age,sex",
+                       "--sensitive", "salary-class", "-k", "2", "-l", "3")
+    assert_refused(code, output, "l=3", "salary-class", "2 distinct", out=out)
+
+
+def test_missing_qi_values_refused_unless_allowed(tmp_path: Path) -> None:
+    src = tmp_path / "in.csv"
+    src.write_text("age,zip,s\n30,801,a\n,802,b\n41,803,a\n52,,b\n", encoding="utf-8")
+    out = tmp_path / "o.csv"
+    code, output = run("anonymize", src, "-o", out, "--qi", "age,zip", "-k", "2")
+    assert_refused(code, output, "'age'", "missing", "--allow-missing", out=out)
+    code, output = run("anonymize", src, "-o", out, "--qi", "age,zip", "-k", "2",
+                       "--allow-missing")
+    assert code == 0, output
+    assert len(pd.read_csv(out, keep_default_na=False)) == 4
+
+
+def test_mixed_types_in_numeric_column(tmp_path: Path) -> None:
+    src = tmp_path / "in.csv"
+    src.write_text("age,s\n" + "".join(f"{20 + i},a\n" for i in range(8)) + "forty,b\n",
+                   encoding="utf-8")
+    out = tmp_path / "o.csv"
+    code, output = run("anonymize", src, "-o", out, "--qi", "age", "-k", "2")
+    assert_refused(code, output, "'age'", "forty", out=out)
+
+
+def test_hierarchy_missing_values_and_bad_depth(adult_csv: Path, tmp_path: Path) -> None:
+    out = tmp_path / "o.csv"
+    partial = tmp_path / "sex.csv"
+    partial.write_text("Male;*\n", encoding="utf-8")
+    code, output = run("anonymize", adult_csv, "-o", out, "--qi", "sex,age", "-k", "2",
+                       "--hierarchy", f"sex={partial}")
+    assert_refused(code, output, "'sex'", "Female", out=out)
+    two_roots = tmp_path / "sex2.csv"
+    two_roots.write_text("Male;Person;*\nFemale;Person\n", encoding="utf-8")
+    code, output = run("anonymize", adult_csv, "-o", out, "--qi", "sex,age", "-k", "2",
+                       "--hierarchy", f"sex={two_roots}")
+    assert_refused(code, output, "inconsistent depth", out=out)
+
+
+def test_malformed_toml(tmp_path: Path) -> None:
+    config = tmp_path / "job.toml"
+    config.write_text('k = [5\nqi = "a"\n', encoding="utf-8")
+    code, output = run("anonymize", "--config", config)
+    assert_refused(code, output, "job.toml", "TOML")
+
+
+def test_output_equal_to_input_is_refused(adult_csv: Path) -> None:
+    before = digest(adult_csv)
+    code, output = run("anonymize", adult_csv, "-o", adult_csv, "--qi", "age", "-k", "2")
+    assert_refused(code, output, "overwrite the input")
+    assert digest(adult_csv) == before

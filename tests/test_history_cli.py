@@ -1,0 +1,217 @@
+"""``anonkit release``: publish, list, show, audit, and every bad input's exit code 2."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner, Result
+
+from anonkit.releases.cli import release
+from anonkit.releases.secret import SECRET_ENV
+from anonkit.releases.store import HistoryStore
+from history_helpers import churned_versions, history_state, people
+
+if TYPE_CHECKING:
+    from pg_fixtures import HistoryTarget
+
+pytest_plugins = ["pg_fixtures"]
+
+
+@pytest.fixture(autouse=True)
+def _clean(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(SECRET_ENV, raising=False)
+    monkeypatch.delenv("ANONKIT_HISTORY", raising=False)
+    monkeypatch.delenv("ANONKIT_HISTORY_SECRET_FILE", raising=False)
+
+
+def run(target: HistoryTarget | None, *args: str, env: dict[str, str] | None = None) -> Result:
+    history = target.cli_args() if target is not None else []
+    return CliRunner().invoke(release, [*args, *history], env=env, catch_exceptions=False)
+
+
+def publish_args(path: Path, out: Path, *extra: str) -> list[str]:
+    return ["publish", str(path), "--dataset", "census", "--key", "pid", "--method",
+            "sorted-chunks", "--qi", "age,zip,sex", "--sensitive", "disease", "-k", "5",
+            "-o", str(out), *extra]
+
+
+def write(df: pd.DataFrame, path: Path) -> Path:
+    df.to_csv(path, index=False)
+    return path
+
+
+def state(target: HistoryTarget) -> list[tuple[object, ...]]:
+    with HistoryStore.open(target.url, secret_file=target.secret_file) as store:
+        out = history_state(store)
+    if target.backend == "sqlite":
+        out.append(("file", hashlib.sha256(Path(target.url).read_bytes()).hexdigest()))
+    return out
+
+
+def test_publish_list_show_audit(history: HistoryTarget, tmp_path: Path) -> None:
+    versions = churned_versions(300, 2, churn=0.1, seed=2)
+    first = run(history, *publish_args(write(versions[0], tmp_path / "v1.csv"),
+                                       tmp_path / "r1.csv"))
+    assert first.exit_code == 0, first.output
+    assert "published release 1 of 'census': 300 rows in 60 classes" in first.output
+    assert "PASS k-anonymity" in first.output
+    assert "pid" not in pd.read_csv(tmp_path / "r1.csv").columns
+
+    alone = run(history, "audit", "--dataset", "census")
+    assert alone.exit_code == 0, alone.output
+    assert "no breach found" in alone.output
+
+    second = run(history, *publish_args(write(versions[1], tmp_path / "v2.csv"),
+                                        tmp_path / "r2.csv"))
+    assert second.exit_code == 0, second.output
+
+    listing = run(history, "list", "--verify")
+    assert listing.exit_code == 0
+    lines = listing.output.splitlines()
+    assert lines[0].split()[:2] == ["dataset", "seq"]
+    assert [line.split()[:2] for line in lines[1:]] == [["census", "1"], ["census", "2"]]
+    assert all(line.rstrip().endswith("ok") for line in lines[1:])
+    as_json = json.loads(run(history, "list", "--json", "--dataset", "census").output)
+    assert [r["seq"] for r in as_json] == [1, 2] and as_json[0]["key_column"] == "pid"
+
+    shown = run(history, "show", "census", "2", "--classes", "3")
+    assert shown.exit_code == 0, shown.output
+    assert "release 2 of 'census'" in shown.output
+    assert f"{tmp_path / 'r2.csv'} (ok)" in shown.output
+    assert "first 3 classes" in shown.output
+    detail = json.loads(run(history, "show", "census", "1", "--json").output)
+    assert detail["file_status"] == "ok" and detail["n_classes"] == 60
+    assert len(detail["classes"]) == 10 and detail["class_sizes"]["min"] == 5
+
+    report = tmp_path / "audit.html"
+    audited = run(history, "audit", "--dataset", "census", "--report", str(report))
+    assert audited.exit_code == 3, audited.output
+    assert "records breached" in audited.output
+    assert report.read_text().count("data:image/png;base64,") == 1  # two releases: one pair
+    findings = json.loads(run(history, "audit", "--dataset", "census", "--json").output)
+    assert findings["breached"] is True and findings["pairs"][0]["releases"] == [1, 2]
+
+
+def test_audit_exits_zero_without_breach(tmp_path: Path) -> None:
+    db = tmp_path / "h.db"
+    df = write(people(np.arange(500)), tmp_path / "v.csv")
+    for n in (1, 2):
+        result = CliRunner().invoke(release, [*publish_args(df, tmp_path / f"r{n}.csv"),
+                                              "--history", str(db)])
+        assert result.exit_code == 0, result.output
+    result = CliRunner().invoke(release, ["audit", "--dataset", "census", "--history", str(db),
+                                          "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["breached"] is False
+
+
+def test_the_history_defaults_to_the_environment(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "from-env.db"
+    monkeypatch.setenv("ANONKIT_HISTORY", str(db))
+    df = write(people(np.arange(40)), tmp_path / "v.csv")
+    assert run(None, *publish_args(df, tmp_path / "r.csv")).exit_code == 0
+    assert db.exists() and (tmp_path / "from-env.db.secret").exists()
+    assert "census" in run(None, "list").output
+
+
+def test_the_group_works_inside_a_parent_command(tmp_path: Path) -> None:
+    @click.group()
+    def main() -> None:
+        pass
+
+    main.add_command(release)
+    df = write(people(np.arange(40)), tmp_path / "v.csv")
+    db = str(tmp_path / "h.db")
+    result = CliRunner().invoke(main, ["release", *publish_args(df, tmp_path / "r.csv"),
+                                       "--history", db])
+    assert result.exit_code == 0, result.output
+    assert "census" in CliRunner().invoke(main, ["release", "list", "--history", db]).output
+
+
+# -- bad input: exit 2, the history unchanged ----------------------------------------------
+
+
+@pytest.fixture
+def published(history: HistoryTarget, tmp_path: Path) -> HistoryTarget:
+    df = write(people(np.arange(60)), tmp_path / "v1.csv")
+    result = run(history, *publish_args(df, tmp_path / "r1.csv"))
+    assert result.exit_code == 0, result.output
+    return history
+
+
+def test_unknown_dataset_or_release(published: HistoryTarget) -> None:
+    before = state(published)
+    for args in (["show", "nope", "1"], ["audit", "--dataset", "nope"],
+                 ["list", "--dataset", "nope"]):
+        result = run(published, *args)
+        assert result.exit_code == 2, args
+        assert "unknown dataset 'nope'" in result.output and "'census'" in result.output
+    result = run(published, "show", "census", "5")
+    assert result.exit_code == 2 and "no release 5" in result.output
+    assert state(published) == before
+
+
+def test_bad_key_columns_name_the_rows(published: HistoryTarget, tmp_path: Path) -> None:
+    before = state(published)
+    df = people(np.arange(60))
+    dup = df.copy()
+    dup.loc[[4, 9], "pid"] = dup.loc[2, "pid"]
+    result = run(published, *publish_args(write(dup, tmp_path / "dup.csv"), tmp_path / "o.csv"))
+    assert result.exit_code == 2
+    assert "key column 'pid' has duplicate values: 'P2' in rows 2, 4, 9" in result.output
+    missing = df.copy()
+    missing.loc[7, "pid"] = None
+    result = run(published, *publish_args(write(missing, tmp_path / "miss.csv"),
+                                           tmp_path / "o.csv"))
+    assert result.exit_code == 2
+    assert "key column 'pid' has 1 missing values, in rows 7" in result.output
+    args = publish_args(write(df, tmp_path / "v.csv"), tmp_path / "o.csv")
+    args[args.index("pid")] = "nope"
+    result = run(published, *args)
+    assert result.exit_code == 2 and "key column 'nope' is not in the table" in result.output
+    assert not (tmp_path / "o.csv").exists()
+    assert state(published) == before
+
+
+def test_changed_columns_or_roles(published: HistoryTarget, tmp_path: Path) -> None:
+    before = state(published)
+    df = people(np.arange(60))
+    extra = write(df.assign(height=170), tmp_path / "extra.csv")
+    result = run(published, *publish_args(extra, tmp_path / "o.csv"))
+    assert result.exit_code == 2 and "new columns 'height'" in result.output
+    same = write(df, tmp_path / "same.csv")
+    result = run(published, *publish_args(same, tmp_path / "o.csv", "--sensitive", "income"))
+    assert result.exit_code == 2
+    assert "column 'disease' is insensitive/- (was sensitive/categorical)" in result.output
+    assert not (tmp_path / "o.csv").exists()
+    assert state(published) == before
+
+
+def test_not_a_history_and_wrong_secret(published: HistoryTarget, tmp_path: Path) -> None:
+    before = state(published)
+    csv = write(people(np.arange(10)), tmp_path / "table.csv")
+    digest = hashlib.sha256(csv.read_bytes()).hexdigest()
+    for args in (["list"], publish_args(csv, tmp_path / "o.csv")):
+        result = CliRunner().invoke(release, [*args, "--history", str(csv)])
+        assert result.exit_code == 2 and "not an anonkit history" in result.output
+    assert hashlib.sha256(csv.read_bytes()).hexdigest() == digest
+    wrong = tmp_path / "wrong.secret"
+    wrong.write_text("f" * 64)
+    wrong.chmod(0o600)
+    for args in (["list"], ["audit", "--dataset", "census"],
+                 publish_args(csv, tmp_path / "o.csv")):
+        result = CliRunner().invoke(release, [*args, "--history", published.url,
+                                              "--secret-file", str(wrong)])
+        assert result.exit_code == 2 and "wrong secret" in result.output, args
+    result = CliRunner().invoke(release, ["list", "--history", str(tmp_path / "none.db")])
+    assert result.exit_code == 2 and "no release history" in result.output
+    assert not (tmp_path / "o.csv").exists()
+    assert state(published) == before
