@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from anonkit.check import CheckReport, check, group_rows, parse_model
+from anonkit.checker import CheckReport, check, group_rows, parse_model
 from anonkit.errors import InputError
 from anonkit.hierarchy.base import Hierarchy
 from anonkit.models import (

@@ -309,7 +309,7 @@ def test_gcp_properties(case, suppressed: int) -> None:
 
 def test_mondrian_result_metrics() -> None:
     from anonkit.algorithms.mondrian import Mondrian
-    from anonkit.check import group_rows
+    from anonkit.checker import group_rows
     from anonkit.datasets import load_adult
 
     data = load_adult().data.head(3000)

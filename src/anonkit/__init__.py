@@ -1,10 +1,41 @@
-"""anonkit: privacy-preserving data publishing with a release history."""
+"""anonkit: privacy-preserving data publishing with a release history.
+
+The main entry points::
+
+    import anonkit
+    adult = anonkit.load_adult()
+    result = anonkit.Mondrian(k=10, models=["l=2"]).anonymize(
+        adult.data, adult.quasi_identifiers, sensitive=adult.sensitive)
+    result.write("release.csv")                       # refused unless every model holds
+    anonkit.check(result.data, adult.quasi_identifiers, adult.sensitive, ["k=10", "l=2"])
+
+Heavier pieces (the compiled Mondrian kernel, the datasets, file I/O) are imported on first
+use, so ``import anonkit`` stays quick.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 from anonkit.errors import AnonkitError, InputError, ModelNotMetError
 from anonkit.hierarchy import Hierarchy, read_arx_hierarchy
 from anonkit.table import ColumnSpec, Kind, Role, Schema
 
 __version__ = "0.1.0"
+
+_LAZY = {
+    "check": ("anonkit.checker", "check"),
+    "parse_model": ("anonkit.checker", "parse_model"),
+    "CheckReport": ("anonkit.checker", "CheckReport"),
+    "Mondrian": ("anonkit.algorithms.mondrian", "Mondrian"),
+    "AnonymizationResult": ("anonkit.result", "AnonymizationResult"),
+    "load_adult": ("anonkit.datasets", "load_adult"),
+    "make_census": ("anonkit.datasets", "make_census"),
+    "read_table": ("anonkit.io", "read_table"),
+    "write_table": ("anonkit.io", "write_table"),
+    "render_report": ("anonkit.report", "render_report"),
+}
 
 __all__ = [
     "AnonkitError",
@@ -16,4 +47,14 @@ __all__ = [
     "Role",
     "Schema",
     "read_arx_hierarchy",
+    *_LAZY,
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        module, attribute = _LAZY[name]
+        value = getattr(importlib.import_module(module), attribute)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'anonkit' has no attribute {name!r}")

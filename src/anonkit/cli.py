@@ -273,7 +273,7 @@ def check(input_path: str, qi: str, sensitive: str | None, k: int | None, l: flo
     """
 
     def body() -> int:
-        from anonkit.check import check as run_check
+        from anonkit.checker import check as run_check
         from anonkit.io import read_table
 
         texts = list(models)

@@ -75,7 +75,7 @@ class Mondrian:
     Args:
         k: minimum class size (k-anonymity). Optional when ``models`` includes it.
         models: further privacy models, as objects or strings (``"l=3"``, ``"t=0.2"``, see
-            :func:`anonkit.check.parse_model`); every cut must keep all of them.
+            :func:`anonkit.checker.parse_model`); every cut must keep all of them.
         strategy: how to choose the cut dimension: ``"widest"`` (normalised range, the
             paper's choice), ``"entropy"``, ``"distinct"`` (most distinct values) or
             ``"random"`` (seeded by ``seed``).
@@ -113,7 +113,7 @@ class Mondrian:
     # -- configuration checked at run time (scikit-learn style) --------------------------
     def _resolved_models(self, sensitive: Sequence[SensitiveAttribute]) -> list[PrivacyModel]:
         """The configured models, each bound to the sensitive attribute(s) it concerns."""
-        from anonkit.check import bind_models, parse_model
+        from anonkit.checker import bind_models, parse_model
 
         models: list[PrivacyModel] = []
         if self.k is not None:
@@ -185,7 +185,7 @@ class Mondrian:
         timings["generalize"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        from anonkit.check import check
+        from anonkit.checker import check
 
         sens_specs = [schema[name] for name in schema.sensitive]
         report = check(data, schema.quasi_identifiers, schema.sensitive or None, models,
