@@ -16,6 +16,7 @@ certainty penalty, NCP, in [0, 1]), which the utility metrics aggregate.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -97,9 +98,9 @@ def generalize_column(column: EncodedColumn, order: np.ndarray, starts: np.ndarr
     elif form is Form.SET:
         labels, loss = _sets(column, grouped, starts)
     elif form is Form.HIERARCHY:
-        labels, loss = _hierarchy(column, grouped, starts)
+        labels, loss = _hierarchy(column, grouped, starts, lo, hi)
     elif form is Form.PREFIX:
-        labels, loss = _prefixes(column, lo, hi)
+        labels, loss = _prefixes(column, grouped, starts)
     else:
         labels, loss = _aggregate(column, grouped, starts, form)
     return ColumnGeneralization(column.name, form, labels, loss, lo, hi)
@@ -159,54 +160,67 @@ def _sets(column: EncodedColumn, grouped: np.ndarray,
     return labels, loss
 
 
-def _hierarchy(column: EncodedColumn, grouped: np.ndarray,
-               starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _hierarchy(column: EncodedColumn, grouped: np.ndarray, starts: np.ndarray,
+               lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     hierarchy = column.hierarchy
     assert hierarchy is not None and column.hierarchy_leaf is not None
     n_classes = len(starts)
-    leaf = column.hierarchy_leaf[grouped]
-    missing = leaf < 0
-    cls = _class_of_position(starts, len(grouped))
-    safe_leaf = np.where(missing, 0, leaf)
-    level = hierarchy.lowest_common_level(cls, safe_leaf, n_classes)
+    leaf_of_code = column.hierarchy_leaf
+    if column.hierarchy_is_contiguous:
+        # the missing code (leaf -1) is the largest code: a class holds it iff hi is it
+        first_leaf = leaf_of_code[lo]
+        last_leaf = leaf_of_code[hi]
+        all_missing = first_leaf < 0
+        mixed = (last_leaf < 0) & ~all_missing
+        last_leaf = np.where(mixed, first_leaf, last_leaf)
+        first_leaf = np.maximum(first_leaf, 0)
+        level = hierarchy.lowest_common_level_of_pairs(first_leaf, np.maximum(last_leaf, 0))
+    else:
+        leaf = leaf_of_code[grouped]
+        missing = leaf < 0
+        safe_leaf = np.where(missing, 0, leaf)
+        level = hierarchy.lowest_common_level_of_runs(safe_leaf, starts)
+        all_missing = np.logical_and.reduceat(missing, starts)
+        mixed = np.logical_or.reduceat(missing, starts) & ~all_missing
+        first_leaf = safe_leaf[starts]
     # a class mixing missing and present values is generalized to the root
-    has_missing = np.logical_or.reduceat(missing, starts)
-    all_missing = np.logical_and.reduceat(missing, starts)
-    level = np.where(has_missing & ~all_missing, hierarchy.height - 1, level)
-    first_leaf = safe_leaf[starts]
+    level = np.where(mixed, hierarchy.height - 1, level)
     labels = hierarchy.labels[first_leaf, level].astype(object)
     labels[all_missing] = MISSING_LABEL
-    under = np.zeros(n_classes, dtype=np.float64)
-    for lv in range(hierarchy.height):
-        at = level == lv
-        if at.any():
-            under[at] = hierarchy.leaves_under(lv)[first_leaf[at]]
+    under = hierarchy.subtree_sizes[first_leaf, level]
     n_leaves = len(hierarchy)
     loss = (under - 1) / (n_leaves - 1) if n_leaves > 1 else np.zeros(n_classes)
     loss = np.where(all_missing, 0.0, loss)
     return labels, loss
 
 
-def _prefixes(column: EncodedColumn, lo: np.ndarray,
-              hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Codes of a categorical column without hierarchy are in alphabetical order, so the
-    common prefix of a class is that of its smallest and largest value."""
+def _prefixes(column: EncodedColumn, grouped: np.ndarray,
+              starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The common prefix of a set of strings is that of its alphabetically first and last
+    member, so each class needs only its smallest and largest value in alphabetical order
+    (codes are alphabetical unless a hierarchy orders them: rank them to be sure)."""
     if column.kind is not Kind.CATEGORICAL:
         raise InputError(f"column {column.name!r}: 'prefix' generalization needs a text column")
-    text = _value_text(column)
-    first, last = text[lo], text[hi]
-    common = np.array([len(_common_prefix(a, b)) for a, b in zip(first, last, strict=True)])
-    labels = np.empty(len(lo), dtype=object)
-    labels[:] = [a[:c] + "*" * (max(len(a), len(b)) - c) if a != b else a
+    text = _value_text(column).astype(str)
+    alphabetical = np.argsort(text, kind="stable")
+    rank = np.empty(len(text), dtype=np.int64)
+    rank[alphabetical] = np.arange(len(text))
+    ranks = rank[grouped]
+    first = text[alphabetical[np.minimum.reduceat(ranks, starts)]]
+    last = text[alphabetical[np.maximum.reduceat(ranks, starts)]]
+    common = np.array([len(os.path.commonprefix([a, b])) for a, b in  # noqa: RUF071
+                       zip(first, last, strict=True)], dtype=np.int64)
+    labels = np.empty(len(starts), dtype=object)
+    labels[:] = [a if a == b else a[:c] + "*" * (max(len(a), len(b)) - c)
                  for a, b, c in zip(first, last, common, strict=True)]
-    # values covered by a label: those sharing its prefix (a run of codes, found by search)
-    sorted_text = text.astype(str)
+    # values a label covers: those sharing its prefix, a run in alphabetical order
+    sorted_text = text[alphabetical]
     prefixes = np.array([a[:c] for a, c in zip(first, common, strict=True)], dtype=str)
     left = np.searchsorted(sorted_text, prefixes, side="left")
     right = np.searchsorted(sorted_text, np.char.add(prefixes, "\U0010ffff"), side="left")
     covered = np.where(first == last, 1, right - left)
     card = column.cardinality
-    loss = (covered - 1) / (card - 1) if card > 1 else np.zeros(len(lo))
+    loss = (covered - 1) / (card - 1) if card > 1 else np.zeros(len(starts))
     return labels, loss
 
 
@@ -254,12 +268,3 @@ def _value_text(column: EncodedColumn, codes: np.ndarray | None = None) -> np.nd
     else:
         out[present] = np.asarray(values).astype(str)
     return out
-
-
-def _common_prefix(a: str, b: str) -> str:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return a[:n]

@@ -234,6 +234,15 @@ class EncodedColumn:
         m = self.magnitudes[~np.isnan(self.magnitudes)]
         return float(m.max() - m.min()) if len(m) else 0.0
 
+    @cached_property
+    def hierarchy_is_contiguous(self) -> bool:
+        """Whether every hierarchy node's codes form one run, so the lowest common ancestor
+        of a set of codes is that of its smallest and largest."""
+        if self.hierarchy is None or self.hierarchy_leaf is None:
+            return False
+        present = self.hierarchy_leaf[self.hierarchy_leaf >= 0]
+        return self.hierarchy.is_contiguous(present)
+
     def decode(self, codes: np.ndarray | None = None) -> np.ndarray:
         return self.values[self.codes if codes is None else codes]
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Iterable, Sequence
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -126,6 +127,33 @@ class Hierarchy:
             # sharing a node at lv implies sharing one at every level above it
             level = np.where(lo == hi, lv, level)
         return level
+
+    def lowest_common_level_of_runs(self, grouped_leaves: np.ndarray,
+                                    starts: np.ndarray) -> np.ndarray:
+        """Like :meth:`lowest_common_level` for classes laid out as consecutive runs of
+        ``grouped_leaves`` starting at ``starts`` (one reduction per level, no scatter)."""
+        level = np.full(len(starts), self.height - 1, dtype=np.int32)
+        for lv in range(self.height - 2, -1, -1):
+            nodes = self.node_ids[grouped_leaves, lv]
+            same = np.minimum.reduceat(nodes, starts) == np.maximum.reduceat(nodes, starts)
+            level = np.where(same, lv, level)
+        return level
+
+    def lowest_common_level_of_pairs(self, first: np.ndarray, last: np.ndarray) -> np.ndarray:
+        """The lowest level at which leaves ``first[i]`` and ``last[i]`` share a node. For
+        a hierarchy whose subtrees are contiguous in the order the leaves are taken (see
+        :meth:`is_contiguous`), this is the lowest common level of everything between."""
+        same = self.node_ids[first] == self.node_ids[last]  # (n, height); the root always
+        return np.argmax(same, axis=1).astype(np.int32)
+
+    @cached_property
+    def subtree_sizes(self) -> np.ndarray:
+        """``(n_leaves, height)``: leaves below each leaf's ancestor at each level."""
+        out = np.empty_like(self.node_ids)
+        for level in range(self.height):
+            ids = self.node_ids[:, level]
+            out[:, level] = np.bincount(ids)[ids]
+        return out
 
     def label(self, leaf_code: int, level: int) -> str:
         return str(self.labels[leaf_code, level])

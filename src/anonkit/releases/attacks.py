@@ -269,25 +269,29 @@ class _State:
         self.breached_any = np.zeros(self.n_records, dtype=bool)
 
     def _index_values(self, attr: str) -> None:
-        """Global value ids, in numeric order for a numeric attribute."""
+        """Global value ids over all releases, in numeric order for a numeric attribute
+        (so a range is the last minus the first value of a sorted run)."""
         per_release = [v.values[attr] for v in self.views]
         numeric = all(cv.numeric for cv in per_release)
-        names = pd.unique(pd.Series(np.concatenate([cv.value for cv in per_release]),
-                                    dtype=object))
+        lengths = [len(cv.value) for cv in per_release]
         if numeric:
-            mags = pd.to_numeric(pd.Series(names, dtype=object), errors="coerce").to_numpy(
-                dtype=np.float64)
-            order = np.argsort(mags, kind="stable")  # NaN (missing) last
-            names, mags = names[order], mags[order]
+            every = np.concatenate([cv.value.astype(np.float64) for cv in per_release])
+            names = np.unique(every)  # sorted; missing (NaN) last
+            gids = np.searchsorted(names, every)
+            mags = names
         else:
+            every = np.concatenate([cv.value.astype(object) for cv in per_release])
+            codes, uniques = pd.factorize(pd.Series(every, dtype=object))
+            names = np.append(np.asarray(uniques, dtype=object), None)  # -1: missing
+            gids = np.where(codes < 0, len(uniques), codes)
             mags = np.full(len(names), np.nan)
         self.value_names[attr], self.magnitude[attr] = names, mags
         self.numeric[attr] = numeric
-        lookup = pd.Index(names)
         n_values = max(len(names), 1)
         sparse = []
-        for v, cv in zip(self.views, per_release, strict=True):
-            gid = lookup.get_indexer(pd.Series(cv.value, dtype=object)).astype(np.int64)
+        bounds = np.cumsum([0, *lengths])
+        for v, cv, lo, hi in zip(self.views, per_release, bounds[:-1], bounds[1:], strict=True):
+            gid = gids[lo:hi].astype(np.int64)
             key = cv.class_index * n_values + gid
             order = np.argsort(key, kind="stable")
             starts = np.searchsorted(cv.class_index[order], np.arange(v.n_classes + 1))
@@ -506,5 +510,7 @@ def _number(x: float) -> float | int:
 
 def _plain(value: object) -> object:
     if isinstance(value, np.generic):
-        return value.item()
+        value = value.item()
+    if isinstance(value, float):
+        return None if math.isnan(value) else _number(value)
     return value

@@ -241,8 +241,9 @@ def prepare_release(result: AnonymizationResult, request: PublishRequest, seq: i
     """The history rows of a release: classes as an adversary sees them, and the records
     (pseudonym -> class) sorted by pseudonym, the order the primary key index wants."""
     schema = result.schema
-    class_rows = summarize_classes(result.data, result.class_ids, result.classes,
-                                   schema.quasi_identifiers, schema.sensitive)
+    class_rows, class_values = summarize_classes(result.data, result.class_ids,
+                                                 result.classes, schema.quasi_identifiers,
+                                                 schema.sensitive)
     order = np.argsort(np.array(pseudonyms, dtype="S32"), kind="stable")
     keys = np.empty(len(pseudonyms), dtype=object)
     keys[:] = pseudonyms
@@ -253,7 +254,7 @@ def prepare_release(result: AnonymizationResult, request: PublishRequest, seq: i
         sensitive=schema.sensitive,
         models=[{"model": v.model, "parameters": dict(v.parameters)} for v in result.verdicts],
         verdicts=[v.to_dict() for v in result.verdicts], n_input_rows=n_input_rows,
-        n_released_rows=len(result.data), class_rows=class_rows,
+        n_released_rows=len(result.data), class_rows=class_rows, class_values=class_values,
         record_hashes=keys[order].tolist(),
         record_classes=np.asarray(result.class_ids, dtype=np.int64)[order].tolist())
 

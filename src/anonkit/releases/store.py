@@ -6,9 +6,13 @@ One history (an SQLite file by default, or a PostgreSQL database) holds any numb
 - ``anonkit_releases``: dataset, sequence number, time, method and all its parameters, the
   columns and their roles, the privacy models and their verdicts, row counts, the SHA-256 and
   path of the published file;
-- ``anonkit_classes``: per equivalence class what an adversary sees: its size, the released
-  label of every quasi-identifier, and per sensitive attribute the multiset of released
-  values (plus their range when numeric);
+- ``anonkit_classes``: per equivalence class what an adversary sees of its quasi-identifiers:
+  its size and the released label of every quasi-identifier;
+- ``anonkit_class_values``: per sensitive attribute, the multiset of released values of every
+  class (a Parquet table ``class_id, value, count`` stored as one value per attribute:
+  with a numeric attribute whose values are nearly unique, a million-row release has a
+  million entries, which a row per entry or a JSON per class would make the slowest part of
+  recording and of auditing);
 - ``anonkit_records``: per input record its pseudonym ``HMAC(secret, key)`` (see
   :mod:`anonkit.releases.secret`) and the class it went to -- what lets the next release
   honour this one, and the audit follow a record across releases, without raw keys.
@@ -17,8 +21,8 @@ One history (an SQLite file by default, or a PostgreSQL database) holds any numb
 that is not an anonkit history at all, is a :class:`HistoryError`; nothing is ever created
 in, migrated in or rewritten in a database this module did not create.
 
-Everything is SQLAlchemy Core. The two bulk inserts (classes and records, a million rows for
-a million-row release) bypass per-row Core processing: rows are plain tuples, sorted by
+Everything is SQLAlchemy Core. The two bulk inserts (classes and records, up to a million
+rows for a million-row release) bypass per-row Core processing: rows are plain tuples, sorted by
 primary key so the B-tree only ever appends, handed to the driver's ``executemany``
 (SQLite) or ``COPY`` (PostgreSQL).
 """
@@ -26,7 +30,7 @@ primary key so the B-tree only ever appends, handed to the driver's ``executeman
 from __future__ import annotations
 
 import hashlib
-import itertools
+import io
 import json
 import os
 import warnings
@@ -105,9 +109,19 @@ classes_table = sa.Table(
     sa.Column("size", sa.Integer, nullable=False),
     # JSON text: the released label of each quasi-identifier, in the release's QI order
     sa.Column("qi_labels", sa.Text, nullable=False),
-    # JSON text: {attribute: {"values": [[value, count], ...], "range": [lo, hi]}}
-    sa.Column("sensitive", sa.Text, nullable=False),
     sqlite_with_rowid=False,
+)
+
+class_values_table = sa.Table(
+    "anonkit_class_values", metadata,
+    sa.Column("release_id", sa.Integer,
+              sa.ForeignKey("anonkit_releases.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("attribute", sa.String(200), primary_key=True),
+    sa.Column("numeric", sa.Boolean, nullable=False),
+    sa.Column("n_entries", sa.Integer, nullable=False),
+    # Parquet: class_id (int32), value (float64 or string; null = missing), count (int32),
+    # sorted by class then value -- every class's released multiset of this attribute
+    sa.Column("multisets", sa.LargeBinary, nullable=False),
 )
 
 records_table = sa.Table(
@@ -186,7 +200,8 @@ class PreparedRelease:
     verdicts: list[dict[str, object]]
     n_input_rows: int
     n_released_rows: int
-    class_rows: list[tuple[int, int, str, str]]  # (class_id, size, qi_labels, sensitive)
+    class_rows: list[tuple[int, int, str]]  # (class_id, size, qi_labels)
+    class_values: list[ClassValues]  # one per sensitive attribute, in order
     record_hashes: list[bytes]  # sorted
     record_classes: list[int]  # aligned with record_hashes
     content_hash: str = ""
@@ -203,10 +218,34 @@ class PreparedRelease:
 class ClassValues:
     """One sensitive attribute's released multisets: entries sorted by class, then value."""
 
+    attribute: str
     class_index: np.ndarray  # (n_entries,) int64
-    value: np.ndarray  # (n_entries,) object: the released value (number, text or None)
+    value: np.ndarray  # (n_entries,) float64 if numeric, else object (str; None = missing)
     count: np.ndarray  # (n_entries,) int64
     numeric: bool
+
+    def to_parquet(self) -> bytes:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        values = (pa.array(self.value, type=pa.float64()) if self.numeric
+                  else pa.array(self.value, type=pa.string(), from_pandas=True))
+        table = pa.table({"class_id": pa.array(self.class_index, type=pa.int32()),
+                          "value": values, "count": pa.array(self.count, type=pa.int32())})
+        sink = io.BytesIO()
+        pq.write_table(table, sink, compression="zstd")
+        return sink.getvalue()
+
+    @classmethod
+    def from_parquet(cls, attribute: str, blob: bytes, numeric: bool) -> ClassValues:
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(io.BytesIO(blob))
+        value = table["value"].to_numpy(zero_copy_only=False)
+        if not numeric:
+            value = np.asarray(value, dtype=object)
+        return cls(attribute, table["class_id"].to_numpy().astype(np.int64), value,
+                   table["count"].to_numpy().astype(np.int64), numeric)
 
 
 @dataclass
@@ -414,29 +453,32 @@ class HistoryStore:
         return _info(row)
 
     def load(self, release: ReleaseInfo, labels: bool = True) -> ReleaseView:
-        """The release's classes and its pseudonym -> class map, as arrays."""
+        """The release's classes, multisets and pseudonym -> class map, as arrays."""
         with self.engine.connect() as conn:
-            class_rows = _fetch_raw(conn, sa.select(
-                classes_table.c.size, classes_table.c.qi_labels, classes_table.c.sensitive)
-                .where(classes_table.c.release_id == release.id)
-                .order_by(classes_table.c.class_id))
-            record_rows = _fetch_raw(conn, sa.select(
-                records_table.c.key_hash, records_table.c.class_id)
-                .where(records_table.c.release_id == release.id))
-        sizes, label_texts, sensitive_texts = (zip(*class_rows, strict=True) if class_rows
-                                               else ((), (), ()))
-        # one JSON parse for all classes, not one per class
-        sensitive = json.loads("[" + ",".join(sensitive_texts) + "]")
-        values = {attr: _class_values(sensitive, attr) for attr in release.sensitive}
-        if labels:
+            class_rows = _fetch_raw(conn, sa.select(classes_table.c.size,
+                                                    classes_table.c.qi_labels)
+                                    .where(classes_table.c.release_id == release.id)
+                                    .order_by(classes_table.c.class_id))
+            value_rows = conn.execute(
+                sa.select(class_values_table.c.attribute, class_values_table.c.numeric,
+                          class_values_table.c.multisets)
+                .where(class_values_table.c.release_id == release.id)).all()
+            record_rows = _fetch_raw(conn, sa.select(records_table.c.key_hash,
+                                                     records_table.c.class_id)
+                                     .where(records_table.c.release_id == release.id))
+        sizes, label_texts = zip(*class_rows, strict=True) if class_rows else ((), ())
+        values = {attr: ClassValues.from_parquet(attr, bytes(blob), bool(numeric))
+                  for attr, numeric, blob in value_rows}
+        if labels:  # one JSON parse for all classes, not one per class
             parsed = json.loads("[" + ",".join(label_texts) + "]")
             label_frame = pd.DataFrame(parsed, columns=release.quasi_identifiers)
         else:
             label_frame = pd.DataFrame(index=pd.RangeIndex(len(class_rows)))
         hashes, classes = zip(*record_rows, strict=True) if record_rows else ((), ())
         keys = np.empty(len(hashes), dtype=object)
-        keys[:] = [bytes(h) for h in hashes]
-        return ReleaseView(release, np.array(sizes, dtype=np.int64), label_frame, values, keys,
+        keys[:] = hashes
+        return ReleaseView(release, np.array(sizes, dtype=np.int64), label_frame,
+                           {a: values[a] for a in release.sensitive}, keys,
                            np.array(classes, dtype=np.int64))
 
     def pseudonyms(self, dataset: str, keys: pd.Series) -> list[bytes]:
@@ -480,6 +522,11 @@ class HistoryStore:
                     .returning(releases_table.c.id)).scalar_one()
                 self._bulk_insert(conn, classes_table,
                                   ((release_id, *row) for row in release.class_rows))
+                if release.class_values:
+                    conn.execute(class_values_table.insert(), [
+                        {"release_id": release_id, "attribute": cv.attribute,
+                         "numeric": cv.numeric, "n_entries": len(cv.count),
+                         "multisets": cv.to_parquet()} for cv in release.class_values])
                 self._bulk_insert(conn, records_table,
                                   zip([release_id] * len(release.record_hashes),
                                       release.record_hashes, release.record_classes,
@@ -720,18 +767,6 @@ def _info(row: sa.RowMapping) -> ReleaseInfo:
         pending_path=row["pending_path"], anonkit_version=row["anonkit_version"])
 
 
-def _class_values(sensitive: list[dict[str, dict[str, object]]], attr: str) -> ClassValues:
-    per_class = [c[attr]["values"] for c in sensitive]
-    lengths = np.fromiter((len(v) for v in per_class), dtype=np.int64, count=len(per_class))
-    flat = [pair for entries in per_class for pair in entries]
-    value = np.empty(len(flat), dtype=object)
-    value[:] = [p[0] for p in flat]
-    count = np.fromiter((p[1] for p in flat), dtype=np.int64, count=len(flat))
-    numeric = bool(sensitive) and "range" in sensitive[0][attr]
-    return ClassValues(np.repeat(np.arange(len(per_class), dtype=np.int64), lengths), value,
-                       count, numeric)
-
-
 def _ranges(numbers: Sequence[int]) -> str:
     if not numbers:
         return "none"
@@ -742,14 +777,15 @@ def _ranges(numbers: Sequence[int]) -> str:
 
 
 def summarize_classes(data: pd.DataFrame, class_ids: np.ndarray, labels: pd.DataFrame,
-                      quasi_identifiers: Sequence[str],
-                      sensitive: Sequence[str]) -> list[tuple[int, int, str, str]]:
-    """``(class_id, size, qi_labels, sensitive)`` per class of a release.
+                      quasi_identifiers: Sequence[str], sensitive: Sequence[str]
+                      ) -> tuple[list[tuple[int, int, str]], list[ClassValues]]:
+    """What an adversary sees in each class of a release: ``(class_id, size, qi_labels)``
+    rows, and per sensitive attribute every class's multiset of released values.
 
     ``data`` is the released table, ``class_ids`` its class per row and ``labels`` one row
     per class with each quasi-identifier's released label (an :class:`AnonymizationResult`'s
-    ``data``, ``class_ids`` and ``classes``). The two JSON columns are assembled from
-    per-value texts, so ``json.dumps`` runs once per distinct value, not once per class.
+    ``data``, ``class_ids`` and ``classes``). The labels' JSON is assembled from per-label
+    texts, so ``json.dumps`` runs once per distinct label, not once per class.
     """
     class_ids = np.asarray(class_ids, dtype=np.int64)
     n_classes = len(labels)
@@ -763,11 +799,8 @@ def summarize_classes(data: pd.DataFrame, class_ids: np.ndarray, labels: pd.Data
     label_parts = [_json_texts(labels[q].to_numpy(dtype=object)) for q in quasi_identifiers]
     label_rows = ["[" + ",".join(parts) + "]" for parts in zip(*label_parts, strict=True)] \
         if label_parts else ["[]"] * n_classes
-    attr_parts = [_sensitive_texts(attr, data[attr], class_ids, n_classes)
-                  for attr in sensitive]
-    sensitive_rows = ["{" + ",".join(parts) + "}" for parts in zip(*attr_parts, strict=True)] \
-        if attr_parts else ["{}"] * n_classes
-    return list(zip(range(n_classes), sizes.tolist(), label_rows, sensitive_rows, strict=True))
+    rows = list(zip(range(n_classes), sizes.tolist(), label_rows, strict=True))
+    return rows, [multisets(attr, data[attr], class_ids) for attr in sensitive]
 
 
 def _json_texts(values: np.ndarray) -> list[str]:
@@ -777,8 +810,8 @@ def _json_texts(values: np.ndarray) -> list[str]:
 
 
 def _plain(value: object) -> object:
-    """A JSON-ready scalar: integral numbers as int (so 5 and 5.0 are one value in every
-    release), other numbers as float, missing as None, anything else as text."""
+    """A JSON-ready scalar: integral numbers as int, other numbers as float, missing as
+    None, anything else as text."""
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, bool):
@@ -794,35 +827,23 @@ def _plain(value: object) -> object:
     return str(value)
 
 
-def _sensitive_texts(attr: str, column: pd.Series, class_ids: np.ndarray,
-                     n_classes: int) -> list[str]:
-    """Per class: ``"attr":{"values":[[v,n],...]}`` (+ ``"range":[lo,hi]`` when numeric)."""
+def multisets(attr: str, column: pd.Series, class_ids: np.ndarray) -> ClassValues:
+    """Every class's multiset of ``column``'s values: one sort of (class, value) codes.
+    A numeric column keeps its numbers (5 and 5.0 are one value in every release); any
+    other column is compared as text."""
     numeric = (pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column))
-    try:
-        codes, uniques = pd.factorize(column, sort=True, use_na_sentinel=True)
-    except TypeError:  # mixed types (numbers and text) cannot be sorted: sort as text
-        codes, uniques = pd.factorize(column.map(_plain).astype("string"), sort=True,
-                                      use_na_sentinel=True)
+    if numeric:
+        codes, uniques = pd.factorize(column.astype(np.float64), sort=True)
+        names: np.ndarray = np.append(np.asarray(uniques, dtype=np.float64), np.nan)
+    else:
+        text = column.astype(object)
+        if pd.api.types.infer_dtype(text, skipna=True) not in ("string", "empty"):
+            # mixed types (rare): compare as text, integral numbers without ".0"
+            text = text.map(lambda v: None if _plain(v) is None else str(_plain(v)))
+        codes, uniques = pd.factorize(text, sort=True)
+        names = np.append(np.asarray(uniques, dtype=object), None)
     n_values = len(uniques) + 1
     codes = np.where(codes < 0, len(uniques), codes).astype(np.int64)  # missing: last code
-    plain = [_plain(u) for u in uniques] + [None]
-    value_text = [json.dumps(v) for v in plain]
     keys, counts = np.unique(class_ids * n_values + codes, return_counts=True)
-    entry_class, entry_value = keys // n_values, keys % n_values
-    entries = [f"[{value_text[v]},{c}]" for v, c in zip(entry_value.tolist(), counts.tolist(),
-                                                        strict=True)]
-    bounds = np.searchsorted(entry_class, np.arange(n_classes + 1)).tolist()
-    head = json.dumps(attr) + ':{"values":['
-    if not numeric:
-        return [head + ",".join(entries[a:b]) + "]}"
-                for a, b in itertools.pairwise(bounds)]
-    # entries are sorted by value within a class (factorize sorted them, missing last): a
-    # class's range runs from its first entry to its last present one
-    n_present = np.bincount(entry_class[entry_value < len(uniques)], minlength=n_classes)
-    first = np.asarray(bounds[:-1], dtype=np.int64)
-    lo = entry_value[np.minimum(first, len(entry_value) - 1)].tolist()
-    hi = entry_value[np.maximum(first + n_present - 1, 0)].tolist()
-    return [head + ",".join(entries[a:b]) + '],"range":'
-            + (f"[{value_text[lo_v]},{value_text[hi_v]}]" if n else "null") + "}"
-            for a, b, lo_v, hi_v, n in zip(bounds[:-1], bounds[1:], lo, hi,
-                                           n_present.tolist(), strict=True)]
+    return ClassValues(attr, keys // n_values, names[keys % n_values], counts.astype(np.int64),
+                       numeric)

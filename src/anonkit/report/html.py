@@ -42,7 +42,7 @@ def _css() -> str:
 
 
 def _int(n: float | int) -> str:
-    return f"{int(round(n)):,}"
+    return f"{round(n):,}"
 
 
 def _pct(x: float, digits: int = 2) -> str:

@@ -28,6 +28,7 @@ RISK = "#d9822b"
 ALERT = "#b42318"
 INK = "#1f2933"
 MUTED = "#616e7c"
+OTHER = "#c5ccd3"
 DPI = 120
 WIDTH = 10.4  # inches: ~1250 px at DPI, shown scaled to the page's content width
 TOP = 15  # bars per categorical panel; the rest are summed into one "other" bar
@@ -78,7 +79,36 @@ def to_data_uri(fig: Figure) -> str:
 
 
 def _figure(height: float, width: float = WIDTH) -> Figure:
-    return Figure(figsize=(width, height), layout="constrained")
+    return Figure(figsize=(width, height))
+
+
+# Margins are laid out by hand, in inches: matplotlib's constrained layout measures every
+# tick label by drawing the figure an extra time, which doubled the report's render time.
+CHAR_WIDTH = 0.068  # inches per character of an 8.5 pt tick label (DejaVu Sans, average)
+TOP_MARGIN = 0.34  # panel title
+BOTTOM_MARGIN = 0.5  # tick labels and axis label
+RIGHT_MARGIN = 0.2
+GAP = 0.45  # between two panels, besides the right panel's own label margin
+NUMBER_MARGIN = 0.75  # y tick labels like "12.5%" plus the y axis label
+
+
+def _label_margin(labels: list[str]) -> float:
+    """Left margin (inches) for horizontal-bar tick labels."""
+    return 0.15 + CHAR_WIDTH * max((len(t) for t in labels), default=4)
+
+
+def _panels(fig: Figure, margins: list[float]) -> list:
+    """One row of axes sharing the figure's width, each with its own left margin."""
+    width, height = fig.get_size_inches()
+    free = width - sum(margins) - GAP * (len(margins) - 1) - RIGHT_MARGIN
+    each = max(free / len(margins), 0.5)
+    axes, x = [], 0.0
+    for i, margin in enumerate(margins):
+        x += margin + (GAP if i else 0.0)
+        axes.append(fig.add_axes((x / width, BOTTOM_MARGIN / height, each / width,
+                                  (height - BOTTOM_MARGIN - TOP_MARGIN) / height)))
+        x += each
+    return axes
 
 
 def plot_text(value: object, limit: int = LABEL_CHARS) -> str:
@@ -98,7 +128,7 @@ def class_size_plot(sizes: np.ndarray, k: float | None) -> str:
     """Two panels: how many classes have each size, and how many rows live in them."""
     sizes = np.asarray(sizes, dtype=np.int64)
     fig = _figure(2.9)
-    left, right = fig.subplots(1, 2)
+    left, right = _panels(fig, [NUMBER_MARGIN, NUMBER_MARGIN])
     lo, hi = int(sizes.min()), int(sizes.max())
     if hi - lo <= 60:
         values, counts = np.unique(sizes, return_counts=True)
@@ -114,20 +144,19 @@ def class_size_plot(sizes: np.ndarray, k: float | None) -> str:
         for ax in (left, right):
             ax.set_xscale("log")
     left.set_title("Classes by size")
-    left.set_xlabel("class size (rows)")
     left.set_ylabel("classes")
     left.yaxis.set_major_locator(MaxNLocator(integer=True))
     right.set_title("Rows by the size of their class")
-    right.set_xlabel("class size (rows)")
     right.set_ylabel("share of rows")
     right.yaxis.set_major_formatter(PercentFormatter(1.0))
-    if k is not None:
-        for ax in (left, right):
+    for ax in (left, right):
+        ax.set_xlabel("class size (rows)")
+        ax.grid(axis="x", visible=False)
+        if k is not None:
             ax.axvline(k, color=ALERT, linestyle="--", linewidth=1)
+    if k is not None:
         left.annotate(f"required ≥ {k:g}", xy=(k, 1), xycoords=("data", "axes fraction"),
                       xytext=(4, -10), textcoords="offset points", color=ALERT, fontsize=8.5)
-    for ax in (left, right):
-        ax.grid(axis="x", visible=False)
     return to_data_uri(fig)
 
 
@@ -140,7 +169,7 @@ def risk_plot(sizes: np.ndarray, threshold: float) -> str:
     risks = 1.0 / sizes
     top = max(float(risks.max()), threshold) * 1.05
     fig = _figure(2.7)
-    ax = fig.subplots()
+    (ax,) = _panels(fig, [NUMBER_MARGIN])
     ax.hist(risks, bins=np.linspace(0, top, 41), weights=sizes / sizes.sum(), color=RISK)
     ax.axvline(threshold, color=ALERT, linestyle="--", linewidth=1)
     ax.annotate(f"threshold {threshold:g}", xy=(threshold, 1),
@@ -160,15 +189,15 @@ def risk_plot(sizes: np.ndarray, threshold: float) -> str:
 
 def ncp_plot(ncp: Mapping[str, float], gcp: float | None = None) -> str:
     """Information loss per quasi-identifier, so one sees which QI pays for the release."""
-    names = list(ncp)
-    values = np.array([ncp[n] for n in names], dtype=np.float64)
-    fig = _figure(max(1.6, 0.3 * len(names) + 0.8), width=WIDTH * 0.62)
-    ax = fig.subplots()
+    names = [plot_text(n) for n in ncp]
+    values = np.array(list(ncp.values()), dtype=np.float64)
+    fig = _figure(max(1.8, 0.3 * len(names) + 1.0), width=WIDTH * 0.62)
+    (ax,) = _panels(fig, [_label_margin(names)])
     y = np.arange(len(names))
     bars = ax.barh(y, values, color=RELEASED, height=0.65)
     ax.bar_label(bars, labels=[f"{v:.1%}" for v in values], padding=3, fontsize=8.5,
                  color=INK)
-    ax.set_yticks(y, [plot_text(n) for n in names])
+    ax.set_yticks(y, names)
     ax.invert_yaxis()
     upper = max(float(values.max(initial=0)) * 1.18, 0.02)
     ax.set_xlim(0, min(upper, 1.12))
@@ -176,8 +205,8 @@ def ncp_plot(ncp: Mapping[str, float], gcp: float | None = None) -> str:
     if gcp is not None:
         ax.axvline(gcp, color=ALERT, linestyle="--", linewidth=1)
         ax.annotate(f"GCP {gcp:.1%}", xy=(gcp, 1.0), xycoords=("data", "axes fraction"),
-                    xytext=(4, 2), textcoords="offset points", color=ALERT, fontsize=8.5)
-    ax.set_xlabel("NCP (share of the domain a released value covers, averaged over rows)")
+                    xytext=(4, 3), textcoords="offset points", color=ALERT, fontsize=8.5)
+    ax.set_xlabel("NCP: share of the domain a released value covers, averaged over rows")
     ax.grid(axis="y", visible=False)
     return to_data_uri(fig)
 
@@ -205,28 +234,31 @@ def _magnitudes(series: pd.Series) -> np.ndarray | None:
     return None
 
 
-def _bars(ax, counts: pd.Series, n: int, color: str, n_distinct: int,
-          other_label: str) -> int:
-    """Top bars of ``counts`` (already ordered), the rest summed into one bar."""
+def _bar_data(counts: pd.Series, n: int, other: str) -> tuple[list[str], np.ndarray, bool]:
+    """Labels and shares of the top bars of ``counts`` (already ordered), the rest summed
+    into one last bar."""
     shown = counts.iloc[:TOP]
     labels = [plot_text(v) for v in shown.index]
-    shares = shown.to_numpy(dtype=np.float64) / n
-    rest = n_distinct - len(shown)
+    shares = shown.to_numpy(dtype=np.float64) / max(n, 1)
+    rest = len(counts) - len(shown)
     if rest > 0:
-        labels.append(f"{rest:,} other {other_label}")
-        shares = np.append(shares, counts.iloc[TOP:].sum() / n)
+        labels.append(f"{rest:,} other {other}")
+        shares = np.append(shares, counts.iloc[TOP:].sum() / max(n, 1))
+    return labels, shares, rest > 0
+
+
+def _draw_bars(ax, labels: list[str], shares: np.ndarray, color: str, rest: bool) -> None:
     y = np.arange(len(labels))
-    colors = [color] * len(shown) + (["#c5ccd3"] if rest > 0 else [])
+    colors = [color] * (len(labels) - rest) + ([OTHER] if rest else [])
     bars = ax.barh(y, shares, color=colors, height=0.7)
     ax.bar_label(bars, labels=[f"{s:.1%}" for s in shares], padding=2, fontsize=7.5,
                  color=MUTED)
     ax.set_yticks(y, labels)
-    ax.invert_yaxis()
-    ax.set_xlim(0, max(float(shares.max(initial=0)) * 1.2, 0.01))
+    ax.set_ylim(len(labels) - 0.5, -0.5)  # first bar on top
+    ax.set_xlim(0, max(float(shares.max(initial=0)) * 1.22, 0.01))
     ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
     ax.grid(axis="y", visible=False)
     ax.set_xlabel("share of rows")
-    return len(labels)
 
 
 def _hist(ax, values: pd.Series, bins: np.ndarray | int, color: str) -> np.ndarray:
@@ -267,34 +299,42 @@ def qi_plot(original: pd.Series, released: pd.Series) -> str:
     if not orig_continuous and mags is not None:  # few numeric values: in value order
         orig_counts = orig_counts.sort_index(kind="stable")
     if not rel_continuous and mags is not None and len(original) == len(released):
-        # order the most frequent labels by the mean original value of their rows
-        codes, uniques = pd.factorize(released, use_na_sentinel=False)
-        present = ~np.isnan(mags)
-        totals = np.bincount(codes[present], weights=mags[present], minlength=len(uniques))
-        counts = np.bincount(codes[present], minlength=len(uniques))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            position = pd.Series(totals / counts,
-                                 index=pd.Index(np.asarray(uniques, dtype=object)))
-        top = rel_counts.iloc[:TOP]
-        pos = position.reindex(top.index.astype(object)).to_numpy()
-        rel_counts = pd.concat([top.iloc[np.argsort(pos, kind="stable")],
-                                rel_counts.iloc[TOP:]])
-    n_bars = max(0 if orig_continuous else min(len(orig_counts), TOP + 1),
-                 0 if rel_continuous else min(len(rel_counts), TOP + 1))
+        rel_counts = _in_value_order(rel_counts, released, mags)
+    panels = []
+    for counts, continuous, n, other in ((orig_counts, orig_continuous, len(original),
+                                          "values"),
+                                         (rel_counts, rel_continuous, len(released),
+                                          "labels")):
+        panels.append(None if continuous else _bar_data(counts, n, other))
+    n_bars = max((len(p[0]) for p in panels if p is not None), default=0)
     fig = _figure(max(2.5, 0.2 * n_bars + 1.0))
-    left, right = fig.subplots(1, 2)
+    left, right = _panels(fig, [NUMBER_MARGIN if p is None else _label_margin(p[0])
+                                for p in panels])
     bins: np.ndarray | int = 40
-    if orig_continuous:
+    if panels[0] is None:
         bins = _hist(left, original, min(40, len(orig_counts)), ORIGINAL)
     else:
-        _bars(left, orig_counts, len(original), ORIGINAL, len(orig_counts), "values")
-    if rel_continuous:
+        _draw_bars(left, panels[0][0], panels[0][1], ORIGINAL, panels[0][2])
+    if panels[1] is None:
         _hist(right, released, bins if orig_continuous else 40, RELEASED)
     else:
-        _bars(right, rel_counts, len(released), RELEASED, len(rel_counts), "labels")
+        _draw_bars(right, panels[1][0], panels[1][1], RELEASED, panels[1][2])
     left.set_title(f"Original: {len(orig_counts):,} distinct value"
                    f"{'' if len(orig_counts) == 1 else 's'}")
     what = "value" if rel_continuous else "label"
     right.set_title(f"Released: {len(rel_counts):,} distinct {what}"
                     f"{'' if len(rel_counts) == 1 else 's'}")
     return to_data_uri(fig)
+
+
+def _in_value_order(counts: pd.Series, released: pd.Series, mags: np.ndarray) -> pd.Series:
+    """The most frequent labels ordered by the mean original value of their rows."""
+    codes, uniques = pd.factorize(released, use_na_sentinel=False)
+    present = ~np.isnan(mags)
+    totals = np.bincount(codes[present], weights=mags[present], minlength=len(uniques))
+    rows = np.bincount(codes[present], minlength=len(uniques))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        position = pd.Series(totals / rows, index=pd.Index(np.asarray(uniques, dtype=object)))
+    top = counts.iloc[:TOP]
+    pos = position.reindex(top.index.astype(object)).to_numpy()
+    return pd.concat([top.iloc[np.argsort(pos, kind="stable")], counts.iloc[TOP:]])
