@@ -143,6 +143,16 @@ def test_hierarchy_on_numbers() -> None:
     assert loss == pytest.approx([1 / 5, 0.0, 2 / 5])
 
 
+def test_hierarchy_whose_subtrees_are_not_runs_of_codes() -> None:
+    # numbers are coded by value, so 'odd' = {1, 3} is not a run of codes: the lowest common
+    # ancestor of {1, 2, 3} is the root, not that of its smallest and largest value
+    h = grouping_hierarchy([{1: "odd", 2: "even", 3: "odd", 4: "even"}])
+    col = column([1, 2, 3, 1, 3, 4], hierarchy=h)
+    labels, loss = gen(col, "hierarchy", 3, 2, 1)
+    assert labels == ["*", "odd", "4"]
+    assert loss == pytest.approx([1.0, 1 / 3, 0.0])
+
+
 def test_hierarchy_on_dates() -> None:
     days = list(pd.to_datetime(["2021-03-04", "2021-03-20", "2021-07-01", "2022-01-01"]))
     col = column(days, hierarchy=date_hierarchy(days, levels=("month", "year")))
@@ -158,6 +168,14 @@ def test_prefix() -> None:
     assert labels == ["8012*", "8****", "90000"]
     # '8012' covers 2 of the 5 values, '8' covers 4
     assert loss == pytest.approx([1 / 4, 3 / 4, 0.0])
+
+
+def test_prefix_loss_with_missing_values() -> None:
+    # the missing value's text ('missing') must not break the alphabetical search
+    col = column(["zz1", "zz2", None, "aa"], allow_missing=True)
+    labels, loss = gen(col, "prefix", 2, 1, 1)
+    assert labels == ["zz*", MISSING_LABEL, "aa"]
+    assert loss == pytest.approx([1 / 3, 0.0, 0.0])
 
 
 def test_prefix_needs_text() -> None:
@@ -268,22 +286,28 @@ def columns_and_classes(draw: st.DrawFn) -> tuple[pd.DataFrame, list[int], str, 
     return df, list(order), kind, form
 
 
-def hierarchy_for(kind: str, values: pd.Series) -> Hierarchy | None:
+def hierarchy_for(kind: str, values: pd.Series, contiguous: bool) -> Hierarchy | None:
     if kind == "int":
-        return interval_hierarchy(values, widths=(5, 20))
+        if contiguous:
+            return interval_hierarchy(values, widths=(5, 20))
+        # by parity, then sign: subtrees are not runs of the value-ordered codes
+        return grouping_hierarchy([{v: "odd" if v % 2 else "even" for v in range(-20, 61)}])
     if kind == "text":
-        return grouping_hierarchy([{w: w[0].upper() for w in WORDS}])
+        if contiguous:
+            return grouping_hierarchy([{w: w[0].upper() for w in WORDS}])
+        # by last letter: interleaves the alphabetical order of the codes
+        return grouping_hierarchy([{w: w[-1].upper() for w in WORDS}])
     if kind == "date":
         return date_hierarchy(values, levels=("month", "year"))
     return None
 
 
 @SETTINGS
-@given(case=columns_and_classes())
+@given(case=columns_and_classes(), contiguous=st.booleans())
 def test_forms_match_per_class_definition(
-        case: tuple[pd.DataFrame, list[int], str, str]) -> None:
+        case: tuple[pd.DataFrame, list[int], str, str], contiguous: bool) -> None:
     df, order_list, kind, form = case
-    hierarchy = hierarchy_for(kind, df["v"]) if form == "hierarchy" else None
+    hierarchy = hierarchy_for(kind, df["v"], contiguous) if form == "hierarchy" else None
     col = column(df["v"].tolist(), hierarchy=hierarchy)
     order = np.array(order_list, dtype=np.int64)
     sizes = df.groupby("cls").size().to_numpy()

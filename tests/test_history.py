@@ -73,7 +73,8 @@ def test_pseudonyms_are_hmac_sha256_under_a_per_dataset_key() -> None:
     hasher = RecordHasher(secret, "census")
     derived = hmac.digest(secret, b"anonkit record key\x00census", "sha256")
     keys = ["P1", "P22", "émile", ""]
-    expected = [hmac.new(derived, k.encode(), hashlib.sha256).digest() for k in keys]
+    # HMAC-SHA256 truncated to 128 bits
+    expected = [hmac.new(derived, k.encode(), hashlib.sha256).digest()[:16] for k in keys]
     assert hasher.hash_texts(keys) == expected
     assert RecordHasher(secret, "other").hash_texts(keys) != expected
     assert RecordHasher(b"another secret, 32 bytes long...", "census").hash_texts(keys) \

@@ -60,7 +60,8 @@ def pycanon_view(data: pd.DataFrame, qis: list[str]) -> pd.DataFrame:
 
 
 def assert_release_ok(result: AnonymizationResult, qis: list[str], sensitive: str | None,
-                      k: int, l: int | None = None, t: float | None = None,
+                      k: int, l: int | None = None,  # noqa: E741
+                      t: float | None = None,
                       entropy_l: float | None = None) -> None:
     """The release passes our own verdicts, our checker run afresh, and pycanon."""
     assert result.passed, result.summary()
@@ -226,7 +227,7 @@ def test_random_releases_pass_pycanon_and_ours(case: dict[str, object],
     n = len(df)
     distinct_s = df["s"].nunique()
     k = data.draw(st.integers(1, n), label="k")
-    l = data.draw(st.none() | st.integers(1, distinct_s), label="l")
+    l = data.draw(st.none() | st.integers(1, distinct_s), label="l")  # noqa: E741
     t = data.draw(st.none() | st.floats(0.0, 1.0), label="t")
     # entropy l-diversity is feasible up to the whole table's exp(entropy)
     p = df["s"].value_counts(normalize=True).to_numpy()

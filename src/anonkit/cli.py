@@ -216,7 +216,7 @@ def run_anonymize(job: dict[str, Any], progress: bool = True) -> dict[str, Any]:
     bar = Progress(phases, enabled=progress)
     try:
         with bar.phase("reading"):
-            df = read_table(job["input"], sep=job.get("separator"))
+            df = read_table(job["input"], sep=job.get("separator"), categorical_text=True)
             hierarchies = {column: read_arx_hierarchy(path, name=column)
                            for column, path in job.get("hierarchies", {}).items()}
         with bar.phase("anonymizing"):
@@ -285,7 +285,7 @@ def check(input_path: str, qi: str, sensitive: str | None, k: int | None, l: flo
             texts.append(f"t={t:g}")
         if not texts:
             raise InputError("no privacy model given: pass -k, -l, -t or --model")
-        df = read_table(input_path, sep=separator)
+        df = read_table(input_path, sep=separator, categorical_text=True)
         outcome = run_check(df, as_list(qi), as_list(sensitive) or None, texts)
         if report:
             from anonkit.report import render_check_report

@@ -78,9 +78,8 @@ class ColumnGeneralization:
         """The released column: per row, its class's label (a Categorical, no row strings)."""
         if self.form in (Form.MEAN, Form.MEDIAN):
             return pd.Series(np.asarray(self.labels, dtype=np.float64)[class_ids])
-        uniques, inverse = np.unique(self.labels.astype(str), return_inverse=True)
-        categories = pd.Index(uniques.astype(object))
-        return pd.Categorical.from_codes(inverse.reshape(-1)[class_ids], categories=categories)
+        codes, categories = pd.factorize(self.labels)  # hashing: no sort of strings
+        return pd.Categorical.from_codes(codes[class_ids], categories=categories)
 
 
 def generalize_column(column: EncodedColumn, order: np.ndarray, starts: np.ndarray,
@@ -143,8 +142,42 @@ def _ranges(column: EncodedColumn, grouped: np.ndarray, starts: np.ndarray, lo: 
     return labels, loss
 
 
+#: up to this many distinct values a class's set is a bitmask over the codes (one uint64
+#: per 64 values and class); above, sets are found by sorting (class, code) pairs
+SET_BITMASK_LIMIT = 256
+
+
 def _sets(column: EncodedColumn, grouped: np.ndarray,
           starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The set of values present in each class. Many classes share a set, so each distinct
+    set is labelled once: classes are keyed by a bitmask of their codes."""
+    n_classes = len(starts)
+    card = column.cardinality
+    if card > SET_BITMASK_LIMIT:
+        return _sets_by_sorting(column, grouped, starts)
+    words = (card + 63) // 64
+    masks = np.empty((n_classes, words), dtype=np.uint64)
+    bit = np.left_shift(np.uint64(1), (grouped & 63).astype(np.uint64))
+    word_of = grouped >> 6
+    for w in range(words):
+        masks[:, w] = np.bitwise_or.reduceat(np.where(word_of == w, bit, np.uint64(0)), starts)
+    distinct_masks, set_of_class = np.unique(masks, axis=0, return_inverse=True)
+    set_of_class = set_of_class.reshape(-1)
+    set_labels = np.empty(len(distinct_masks), dtype=object)
+    set_sizes = np.empty(len(distinct_masks), dtype=np.int64)
+    text = _value_text(column)
+    for i, row in enumerate(distinct_masks):
+        bits = np.unpackbits(row.view(np.uint8), bitorder="little")[:card]
+        members = text[np.flatnonzero(bits)]
+        set_sizes[i] = len(members)
+        set_labels[i] = members[0] if len(members) == 1 else "{" + ",".join(members) + "}"
+    distinct = set_sizes[set_of_class]
+    loss = (distinct - 1) / (card - 1) if card > 1 else np.zeros(n_classes)
+    return set_labels[set_of_class], loss
+
+
+def _sets_by_sorting(column: EncodedColumn, grouped: np.ndarray,
+                     starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     n_classes = len(starts)
     card = column.cardinality
     cls = _class_of_position(starts, len(grouped))

@@ -2,8 +2,8 @@
 atomic writes so a failed run never leaves a half-written release behind.
 
 CSV goes through pyarrow's multi-threaded reader and writer (pandas' own are several times
-slower on a million rows); the DataFrame returned is numpy-backed (object for text) because
-the rest of anonkit factorizes with pandas/numpy.
+slower on a million rows); the DataFrame returned is numpy-backed (object for text, or
+Categorical with ``categorical_text=True``).
 
 Reading CSV, types are inferred per column (int64, float64, bool, dates, text). Two
 deviations from plain pyarrow inference:
@@ -78,6 +78,7 @@ def read_table(
     *,
     text_columns: Sequence[str] = (),
     fmt: str | None = None,
+    categorical_text: bool = False,
 ) -> pd.DataFrame:
     """Read a CSV or Parquet file into a numpy-backed DataFrame.
 
@@ -86,6 +87,11 @@ def read_table(
     keeps those columns as text whatever they look like. Column names are stripped of
     surrounding spaces (``a, b`` headers are common). Every problem with the file is an
     :class:`InputError` naming the file and, where it can, the line.
+
+    ``categorical_text=True`` returns text columns as pandas Categorical, dictionary-encoded
+    inside Arrow: a million rows then never become a million Python strings (that costs
+    more than parsing the file) and encoding, grouping and writing work on the codes. The
+    command line reads this way; the default (object text) is what pandas users expect.
     """
     path = Path(path)
     if not path.exists():
@@ -102,7 +108,7 @@ def read_table(
         what = "has no rows" if table_format(path, fmt) == "parquet" else \
             "has a header but no data rows"
         raise InputError(f"{path} {what}; give at least one data row")
-    return _to_pandas(table)
+    return _to_pandas(table, categorical_text)
 
 
 def _read_parquet(path: Path, columns: list[str] | None) -> pa.Table:
@@ -312,11 +318,14 @@ def _first_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
-def _to_pandas(table: pa.Table) -> pd.DataFrame:
-    """numpy-backed columns: dictionaries decoded (Parquet written from a Categorical)
-    and decimals as float64, since downstream code factorizes with pandas/numpy."""
+def _to_pandas(table: pa.Table, categorical_text: bool = False) -> pd.DataFrame:
+    """numpy-backed columns: text as object (or Categorical, see :func:`read_table`),
+    dictionaries decoded unless text is wanted categorical, decimals as float64."""
     for i, field in enumerate(table.schema):
-        if pa.types.is_dictionary(field.type):
+        is_text = pa.types.is_string(field.type) or pa.types.is_large_string(field.type)
+        if categorical_text and is_text:
+            table = table.set_column(i, field.name, pc.dictionary_encode(table[i]))
+        elif pa.types.is_dictionary(field.type) and not categorical_text:
             table = table.set_column(i, field.name, pc.cast(table[i], field.type.value_type))
         elif pa.types.is_decimal(field.type):
             table = table.set_column(i, field.name, pc.cast(table[i], pa.float64()))

@@ -25,6 +25,15 @@ STRATEGIES = {"widest": WIDEST, "entropy": ENTROPY, "distinct": DISTINCT, "rando
 
 
 @njit(cache=True, nogil=True)
+def _popcount(x: np.uint64) -> int:
+    count = 0
+    while x:
+        x &= x - np.uint64(1)
+        count += 1
+    return count
+
+
+@njit(cache=True, nogil=True)
 def _histogram(X: np.ndarray, s: int, e: int, j: int, lo: int, hi: int,
                counts: np.ndarray) -> int:
     """Counts of the codes of column ``j`` in rows ``[s, e)`` into ``counts[: hi - lo + 1]``
@@ -81,9 +90,10 @@ def _score(X: np.ndarray, s: int, e: int, j: int, lo: int, hi: int, strategy: in
 def _propose_one(p: int, Xs: np.ndarray, Rs: np.ndarray, side: np.ndarray, mags: np.ndarray,
                  mag_offsets: np.ndarray, spans: np.ndarray, cardinalities: np.ndarray,
                  starts: np.ndarray, ends: np.ndarray, lo: np.ndarray, hi: np.ndarray,
-                 excluded: np.ndarray, min_size: int, strategy: int, rng_seed: int,
-                 out_dim: np.ndarray, out_cut_le: np.ndarray, out_cut_lt: np.ndarray,
-                 out_lo: np.ndarray, out_hi: np.ndarray) -> None:
+                 bits: np.ndarray, unordered: np.ndarray, excluded: np.ndarray,
+                 min_size: int, strategy: int, rng_seed: int, out_dim: np.ndarray,
+                 out_cut_le: np.ndarray, out_cut_lt: np.ndarray, out_lo: np.ndarray,
+                 out_hi: np.ndarray, out_bits: np.ndarray) -> None:
     d = Xs.shape[2]
     s = starts[p]
     e = ends[p]
@@ -97,7 +107,10 @@ def _propose_one(p: int, Xs: np.ndarray, Rs: np.ndarray, side: np.ndarray, mags:
         score[j] = -1.0
         if (excluded[p] >> j) & 1 or lo[p, j] == hi[p, j]:
             continue
-        if strategy == WIDEST:
+        if strategy == WIDEST and unordered[j]:
+            # an unordered column is as wide as the values it holds, not its code span
+            score[j] = (_popcount(bits[p, j]) - 1) / (cardinalities[j] - 1)
+        elif strategy == WIDEST:
             off = mag_offsets[j]
             width = mags[off + hi[p, j]] - mags[off + lo[p, j]]
             if np.isnan(width):  # the missing code is in range
@@ -152,6 +165,7 @@ def _propose_one(p: int, Xs: np.ndarray, Rs: np.ndarray, side: np.ndarray, mags:
     dst_r = Rs[1 - side[p]]
     part_lo = np.full(3 * d, 2147483647, dtype=np.int64)
     part_hi = np.full(3 * d, -1, dtype=np.int64)
+    part_bits = np.zeros(3 * d, dtype=np.uint64)
     w_lt = s
     w_eq = s + n_lt
     w_gt = s + n_lt + n_eq
@@ -176,11 +190,14 @@ def _propose_one(p: int, Xs: np.ndarray, Rs: np.ndarray, side: np.ndarray, mags:
                 part_lo[base + j] = x
             if x > part_hi[base + j]:
                 part_hi[base + j] = x
+            if x < 64:
+                part_bits[base + j] |= np.uint64(1) << np.uint64(x)
         dst_r[w] = src_r[i]
     for part in range(3):
         for j in range(d):
             out_lo[p, part, j] = part_lo[part * d + j]
             out_hi[p, part, j] = part_hi[part * d + j]
+            out_bits[p, part, j] = part_bits[part * d + j]
     side[p] = 1 - side[p]
     out_dim[p] = best
     out_cut_le[p] = s + n_lt + n_eq
@@ -200,6 +217,8 @@ def propose_cuts(
     ends: np.ndarray,
     lo: np.ndarray,  # (p, d) smallest code of each partition and column
     hi: np.ndarray,  # (p, d) largest code
+    bits: np.ndarray,  # (p, d) uint64 set of codes < 64 present
+    unordered: np.ndarray,  # (d,) bool: scored by values present (categorical, <= 64 codes)
     excluded: np.ndarray,  # (p,) int64 bitmask of dimensions not to cut
     min_size: int,  # a cut whose smaller side is below this is never allowable
     strategy: int,
@@ -209,6 +228,7 @@ def propose_cuts(
     out_cut_lt: np.ndarray,  # (p,) first row of the right side for the cut x < m
     out_lo: np.ndarray,  # (p, 3, d) ranges of the parts < m, == m, > m
     out_hi: np.ndarray,
+    out_bits: np.ndarray,  # (p, 3, d) sets of codes of the three parts
 ) -> None:
     """For each partition, try dimensions best first until one has a median cut whose
     sides both reach ``min_size`` (dimensions failing that are skipped here, at no cost to
@@ -216,8 +236,8 @@ def propose_cuts(
     disjoint segments, so they are processed in parallel."""
     for p in prange(len(starts)):
         _propose_one(p, Xs, Rs, side, mags, mag_offsets, spans, cardinalities, starts, ends,
-                     lo, hi, excluded, min_size, strategy, seed, out_dim, out_cut_le,
-                     out_cut_lt, out_lo, out_hi)
+                     lo, hi, bits, unordered, excluded, min_size, strategy, seed, out_dim,
+                     out_cut_le, out_cut_lt, out_lo, out_hi, out_bits)
 
 
 @njit(cache=True, nogil=True)
@@ -233,6 +253,8 @@ def propose_cuts_serial(
     ends: np.ndarray,
     lo: np.ndarray,  # (p, d) smallest code of each partition and column
     hi: np.ndarray,  # (p, d) largest code
+    bits: np.ndarray,  # (p, d) uint64 set of codes < 64 present
+    unordered: np.ndarray,  # (d,) bool: scored by values present (categorical, <= 64 codes)
     excluded: np.ndarray,  # (p,) int64 bitmask of dimensions not to cut
     min_size: int,  # a cut whose smaller side is below this is never allowable
     strategy: int,
@@ -242,28 +264,32 @@ def propose_cuts_serial(
     out_cut_lt: np.ndarray,  # (p,) first row of the right side for the cut x < m
     out_lo: np.ndarray,  # (p, 3, d) ranges of the parts < m, == m, > m
     out_hi: np.ndarray,
+    out_bits: np.ndarray,  # (p, 3, d) sets of codes of the three parts
 ) -> None:
     """Like :func:`propose_cuts`, on one thread (less overhead for small rounds)."""
     for p in range(len(starts)):
         _propose_one(p, Xs, Rs, side, mags, mag_offsets, spans, cardinalities, starts, ends,
-                     lo, hi, excluded, min_size, strategy, seed, out_dim, out_cut_le,
-                     out_cut_lt, out_lo, out_hi)
+                     lo, hi, bits, unordered, excluded, min_size, strategy, seed, out_dim,
+                     out_cut_le, out_cut_lt, out_lo, out_hi, out_bits)
 
 
 @njit(cache=True, nogil=True)
 def segment_ranges(X: np.ndarray, starts: np.ndarray, ends: np.ndarray,
-                   lo: np.ndarray, hi: np.ndarray) -> None:
-    """Per segment and column, the smallest and largest code (into ``lo``/``hi``)."""
+                   lo: np.ndarray, hi: np.ndarray, bits: np.ndarray) -> None:
+    """Per segment and column, the smallest and largest code (into ``lo``/``hi``) and the
+    set of codes below 64 present (``bits``)."""
     d = X.shape[1]
     for p in range(len(starts)):
-        s = starts[p]
         for j in range(d):
-            lo[p, j] = X[s, j]
-            hi[p, j] = X[s, j]
-        for i in range(s + 1, ends[p]):
+            lo[p, j] = 2147483647
+            hi[p, j] = -1
+            bits[p, j] = 0
+        for i in range(starts[p], ends[p]):
             for j in range(d):
                 v = X[i, j]
                 if v < lo[p, j]:
                     lo[p, j] = v
-                elif v > hi[p, j]:
+                if v > hi[p, j]:
                     hi[p, j] = v
+                if v < 64:
+                    bits[p, j] |= np.uint64(1) << np.uint64(v)

@@ -253,7 +253,10 @@ class Mondrian:
         ends = np.array([n], dtype=np.int64)
         lo = np.empty((1, d), np.int64)
         hi = np.empty((1, d), np.int64)
-        kernel.segment_ranges(Xs[0], starts, ends, lo, hi)
+        bits = np.empty((1, d), np.uint64)
+        kernel.segment_ranges(Xs[0], starts, ends, lo, hi, bits)
+        unordered = np.array([not c.kind.is_ordered and c.hierarchy is None
+                              and 2 < c.cardinality <= 64 for c in cols], dtype=bool)
         side = np.zeros(1, dtype=np.int8)  # which copy of Xs holds each partition
         excluded = np.zeros(1, dtype=np.int64)  # dims that may not be cut here (variant)
         tried = np.zeros(1, dtype=np.int64)  # dims whose cut broke a model here
@@ -270,6 +273,7 @@ class Mondrian:
                 done_sides.append(side[small])
                 keep = ~small
                 starts, ends, lo, hi = starts[keep], ends[keep], lo[keep], hi[keep]
+                bits = bits[keep]
                 side = side[keep]
                 excluded, tried = excluded[keep], tried[keep]
                 if not len(starts):
@@ -281,18 +285,23 @@ class Mondrian:
             cut_lt = np.empty(p, np.int64)
             part_lo = np.empty((p, 3, d), np.int64)
             part_hi = np.empty((p, 3, d), np.int64)
+            part_bits = np.empty((p, 3, d), np.uint64)
             # threads pay off only when a round moves many rows
             propose = kernel.propose_cuts if p > 1 and int((ends - starts).sum()) > 200_000 \
                 else kernel.propose_cuts_serial
-            propose(Xs, Rs, side, mags, mag_offsets, spans, cards, starts, ends, lo, hi,
-                    excluded | tried, min_size, strategy, self.seed + rounds, dim, cut_le,
-                    cut_lt, part_lo, part_hi)
+            propose(Xs, Rs, side, mags, mag_offsets, spans, cards, starts, ends, lo, hi, bits,
+                    unordered, excluded | tried, min_size, strategy, self.seed + rounds, dim,
+                    cut_le, cut_lt, part_lo, part_hi, part_bits)
             can = dim >= 0
             ok_le = can & self._allowable(starts, cut_le, ends, min_size, heavy, sensitive,
                                           Rs, side)
-            ok_lt = can & ~ok_le & self._allowable(starts, cut_lt, ends, min_size, heavy,
-                                                   sensitive, Rs, side)
-            cut = np.where(ok_le, cut_le, np.where(ok_lt, cut_lt, -1))
+            ok_lt = can & self._allowable(starts, cut_lt, ends, min_size, heavy, sensitive,
+                                          Rs, side)
+            # of two allowable cuts take the more balanced one
+            middle = (starts + ends) / 2
+            lt_better = ok_lt & (~ok_le | (np.abs(cut_lt - middle) < np.abs(cut_le - middle)))
+            cut = np.where(lt_better, cut_lt, np.where(ok_le, cut_le, -1))
+            ok_le = ok_le & ~lt_better
             split = cut >= 0
             # a cut that broke a model: try the partition's next dimension, or stop
             tried = np.where(can & ~split, tried | (1 << np.maximum(dim, 0)), tried)
@@ -313,11 +322,15 @@ class Mondrian:
             left_hi = np.where(g_le, np.maximum(phi[:, 0], phi[:, 1]), phi[:, 0])
             right_lo = np.where(g_le, plo[:, 2], np.minimum(plo[:, 1], plo[:, 2]))
             right_hi = np.where(g_le, phi[:, 2], np.maximum(phi[:, 1], phi[:, 2]))
+            pb = part_bits[grow]
+            left_bits = np.where(g_le, pb[:, 0] | pb[:, 1], pb[:, 0])
+            right_bits = np.where(g_le, pb[:, 2], pb[:, 1] | pb[:, 2])
             child_excl = excluded[grow] | ((1 << dim[grow]) if self.remove_cut_dimension else 0)
             starts = np.concatenate([starts[retry], starts[grow], cut[grow]])
             ends = np.concatenate([ends[retry], cut[grow], ends[grow]])
             lo = np.concatenate([lo[retry], left_lo, right_lo])
             hi = np.concatenate([hi[retry], left_hi, right_hi])
+            bits = np.concatenate([bits[retry], left_bits, right_bits])
             excluded = np.concatenate([excluded[retry], child_excl, child_excl])
             side = np.concatenate([side[retry], side[grow], side[grow]])
             tried = np.concatenate([tried[retry], np.zeros(2 * int(grow.sum()), np.int64)])
@@ -363,7 +376,8 @@ def release_table(df: pd.DataFrame, schema: Schema, generalized: Sequence[Column
     released = {g.column: g.released(class_ids) for g in generalized}
     out = {}
     for name in schema.released_columns:
-        out[name] = released[name] if name in released else df[name].to_numpy()
+        # .array keeps a Categorical a Categorical (to_numpy would make row objects)
+        out[name] = released[name] if name in released else df[name].array
     return pd.DataFrame(out, index=pd.RangeIndex(len(df)))
 
 

@@ -49,6 +49,7 @@ import pandas as pd
 
 from anonkit.errors import HistoryError, InputError
 from anonkit.hierarchy.base import Hierarchy
+from anonkit.releases.secret import PSEUDONYM_BYTES
 from anonkit.releases.store import (
     HistoryStore,
     PreparedRelease,
@@ -244,7 +245,7 @@ def prepare_release(result: AnonymizationResult, request: PublishRequest, seq: i
     class_rows, class_values = summarize_classes(result.data, result.class_ids,
                                                  result.classes, schema.quasi_identifiers,
                                                  schema.sensitive)
-    order = np.argsort(np.array(pseudonyms, dtype="S32"), kind="stable")
+    order = np.argsort(np.array(pseudonyms, dtype=f"S{PSEUDONYM_BYTES}"), kind="stable")
     keys = np.empty(len(pseudonyms), dtype=object)
     keys[:] = pseudonyms
     return PreparedRelease(

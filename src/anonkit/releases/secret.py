@@ -18,8 +18,11 @@ secret is refused at once instead of silently producing pseudonyms that match no
 
 Record pseudonyms are domain-separated per dataset: the key of dataset ``d`` is
 ``K_d = HMAC(secret, "anonkit record key" || 0x00 || d)`` and a record's pseudonym is
-``HMAC(K_d, canonical text of its key)``. The same person in two datasets of one history thus
-gets unrelated pseudonyms (the history itself does not link datasets).
+``HMAC(K_d, canonical text of its key)``, truncated to its first 128 bits (the usual truncated
+HMAC of RFC 2104 section 5: pseudonyms only need to be unique and unforgeable, and a chance
+collision needs ~2^64 records, while the shorter key makes the records table a third smaller
+and a million-row release a second faster to record). The same person in two datasets of
+one history thus gets unrelated pseudonyms (the history itself does not link datasets).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ SECRET_SUFFIX = ".secret"
 CHECK_MESSAGE = b"anonkit history secret check v1"
 _RECORD_DOMAIN = b"anonkit record key\x00"
 _MIN_SECRET_CHARS = 16
+PSEUDONYM_BYTES = 16
 
 
 @dataclass(frozen=True)
@@ -83,13 +87,6 @@ class RecordHasher:
         self._inner = hashlib.sha256(bytes(b ^ 0x36 for b in block))
         self._outer = hashlib.sha256(bytes(b ^ 0x5C for b in block))
 
-    def hash_one(self, key: str) -> bytes:
-        inner = self._inner.copy()
-        inner.update(key.encode("utf-8"))
-        outer = self._outer.copy()
-        outer.update(inner.digest())
-        return outer.digest()
-
     def hash_texts(self, keys: Sequence[str]) -> list[bytes]:
         """Pseudonyms of already canonical key texts (see :func:`canonical_keys`)."""
         inner0, outer0 = self._inner, self._outer
@@ -100,11 +97,11 @@ class RecordHasher:
             inner.update(text.encode("utf-8"))
             outer = outer0.copy()
             outer.update(inner.digest())
-            append(outer.digest())
+            append(outer.digest()[:PSEUDONYM_BYTES])
         return out
 
     def hash_keys(self, keys: pd.Series) -> list[bytes]:
-        """One 32-byte pseudonym per value of ``keys``, in order."""
+        """One 16-byte pseudonym per value of ``keys``, in order."""
         return self.hash_texts(canonical_keys(keys))
 
 

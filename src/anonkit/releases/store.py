@@ -60,7 +60,6 @@ HISTORY_ENV = "ANONKIT_HISTORY"
 DEFAULT_HISTORY = "anonkit.db"
 #: how long a publisher waits for another one's SQLite write lock before giving up
 SQLITE_BUSY_TIMEOUT = 60.0
-_CHUNK = 50_000
 
 metadata = sa.MetaData()
 
@@ -128,7 +127,8 @@ records_table = sa.Table(
     "anonkit_records", metadata,
     sa.Column("release_id", sa.Integer,
               sa.ForeignKey("anonkit_releases.id", ondelete="CASCADE"), primary_key=True),
-    sa.Column("key_hash", sa.LargeBinary(32), primary_key=True),  # HMAC-SHA256 of the key
+    # the record's pseudonym: HMAC-SHA256 of its key, truncated to 128 bits
+    sa.Column("key_hash", sa.LargeBinary(16), primary_key=True),
     sa.Column("class_id", sa.Integer, nullable=False),
     sqlite_with_rowid=False,
 )
@@ -256,7 +256,7 @@ class ReleaseView:
     sizes: np.ndarray  # (n_classes,) int64
     labels: pd.DataFrame  # one row per class, one column per quasi-identifier
     values: dict[str, ClassValues]
-    record_keys: np.ndarray  # (n_records,) object: 32-byte pseudonyms
+    record_keys: np.ndarray  # (n_records,) object: 16-byte pseudonyms
     record_classes: np.ndarray  # (n_records,) int64
     extra: dict[str, object] = field(default_factory=dict)
 
@@ -547,23 +547,23 @@ class HistoryStore:
 
     def _bulk_insert(self, conn: Connection, table: sa.Table,
                      rows: Iterator[tuple[object, ...]]) -> None:
+        """Stream plain tuples to the driver inside the current transaction: ``COPY`` on
+        PostgreSQL, ``executemany`` of the Core-compiled INSERT on SQLite (fed by the
+        iterator: no list of a million tuples, no per-row Core processing)."""
         columns = [c.name for c in table.columns]
+        raw = conn.connection.driver_connection
         if conn.dialect.name == "postgresql":
-            raw = conn.connection.driver_connection
             with raw.cursor() as cursor, cursor.copy(  # type: ignore[union-attr]
                     f"COPY {table.name} ({', '.join(columns)}) FROM STDIN") as copy:
                 for row in rows:
                     copy.write_row(row)
             return
         sql = str(table.insert().compile(dialect=conn.dialect))
-        chunk: list[tuple[object, ...]] = []
-        for row in rows:
-            chunk.append(row)
-            if len(chunk) == _CHUNK * 4:
-                conn.exec_driver_sql(sql, chunk)
-                chunk = []
-        if chunk:
-            conn.exec_driver_sql(sql, chunk)
+        cursor = raw.cursor()  # type: ignore[union-attr]
+        try:
+            cursor.executemany(sql, rows)
+        finally:
+            cursor.close()
 
     def clear_pending(self, release_id: int) -> None:
         """The file of ``release_id`` is at its final name: forget the temporary one."""

@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -26,6 +27,9 @@ from anonkit.io import atomic_write
 from anonkit.metrics import journalist_risk, marketer_risk, prosecutor_risk, sample_uniques
 from anonkit.models.base import Verdict
 from anonkit.result import AnonymizationResult
+
+if TYPE_CHECKING:
+    from anonkit.report.plots import Chart
 
 __all__ = ["render_check_report", "render_report"]
 
@@ -94,9 +98,11 @@ def _kv_table(rows: Iterable[tuple[str, str]]) -> str:
     return f'<table class="kv"><tbody>{body}</tbody></table>'
 
 
-def _figure(uri: str, alt: str, caption: str = "") -> str:
+def _figure(chart: Chart, alt: str, caption: str = "") -> str:
+    """A chart at its natural width (shrunk on narrow screens); ``caption`` is markup."""
     cap = f"<figcaption>{caption}</figcaption>" if caption else ""
-    return f'<figure><img src="{uri}" alt="{e(alt)}">{cap}</figure>'
+    return (f'<figure><img src="{chart.uri}" alt="{e(alt)}" '
+            f'style="max-width: {chart.width}px">{cap}</figure>')
 
 
 def _pill(passed: bool) -> str:
@@ -137,8 +143,9 @@ def _banner(verdicts: Sequence[Verdict]) -> str:
         return '<span class="banner fail">No privacy model was checked</span>'
     failed = [v for v in verdicts if not v.passed]
     if not failed:
-        return (f'<span class="banner pass">PASSED: all {len(verdicts)} privacy model '
-                f'check{"s" if len(verdicts) != 1 else ""} hold</span>')
+        what = "the privacy model holds" if len(verdicts) == 1 else \
+            f"all {len(verdicts)} privacy model checks hold"
+        return f'<span class="banner pass">PASSED: {what}</span>'
     return (f'<span class="banner fail">FAILED: {len(failed)} of {len(verdicts)} privacy '
             f'model checks do not hold; the release must not be published</span>')
 
@@ -161,7 +168,8 @@ def _verdict_table(verdicts: Sequence[Verdict], attributes: Sequence[str | None]
                            for k, x in worst.items())
         rows.append(
             f'<tr class="{"pass" if v.passed else "fail"}"><td>{_pill(v.passed)}</td>'
-            f"<td><b>{e(v.model)}</b><div class=\"details\">{e(params)}</div>{details}</td>"
+            f'<td class="model"><b>{e(v.model)}</b><div class="details">{e(params)}</div>'
+            f"{details}</td>"
             + (f"<td>{e(attr) if attr is not None else '—'}</td>" if show_attr else "")
             + f'<td class="num">{e(v.measure)} = {e(_num(v.measured))}</td>'
             f'<td class="num">{e(v.measure)} {e(v.comparison)} {e(_num(v.required))}</td>'
@@ -206,7 +214,7 @@ def _risk_section(sizes: np.ndarray, threshold: float, plots,
     m = marketer_risk(sizes, population_size=population_size, sample_size=sample_size)
     u = sample_uniques(sizes)
     rows = "".join(
-        f"<tr><th>{name}</th><td class=\"num\">{_pct(f.max)}</td>"
+        f'<tr><td class="strong">{name}</td><td class="num">{_pct(f.max)}</td>'
         f'<td class="num">{_pct(f.avg)}</td><td class="num">{_pct(f.records_at_risk)}</td>'
         f"<td>{what}</td></tr>"
         for name, f, what in (
@@ -333,7 +341,7 @@ def _summary_section(result: AnonymizationResult, original: pd.DataFrame, sizes:
     identifiers = result.schema.identifiers
     roles.append(("Identifiers (dropped)", _value(identifiers)))
     params.pop("forms", None)  # shown per QI
-    param_rows = roles + [(str(k), _value(v)) for k, v in params.items()]
+    param_rows = roles + [(str(k).replace("_", " "), _value(v)) for k, v in params.items()]
     timings = dict(result.timings)
     total = sum(timings.values())
     timing_rows = [(phase, f'<span class="mono">{seconds * 1000:,.1f} ms</span>')

@@ -15,12 +15,15 @@ import base64
 import io
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from typing import NamedTuple
 
 import matplotlib as mpl
 import numpy as np
 import pandas as pd
+from matplotlib import dates as mdates
+from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator, PercentFormatter
+from matplotlib.ticker import MaxNLocator, NullLocator, PercentFormatter
 
 ORIGINAL = "#8795a8"
 RELEASED = "#2f6db5"
@@ -29,8 +32,9 @@ ALERT = "#b42318"
 INK = "#1f2933"
 MUTED = "#616e7c"
 OTHER = "#c5ccd3"
-DPI = 120
-WIDTH = 10.4  # inches: ~1250 px at DPI, shown scaled to the page's content width
+DPI = 120  # PNG pixels per inch: 1.2 image pixels per CSS pixel, sharp on most screens
+CSS_PX_PER_INCH = 100  # shown at 100 CSS px per inch: 9 pt text reads as about 12.5 px
+WIDTH = 10.4  # inches: 1,040 CSS px, the page's content width
 TOP = 15  # bars per categorical panel; the rest are summed into one "other" bar
 LABEL_CHARS = 34
 CONTINUOUS_MIN_DISTINCT = 26  # numeric/date columns with more distinct values: histogram
@@ -72,10 +76,19 @@ def style() -> Iterator[None]:
         yield
 
 
-def to_data_uri(fig: Figure) -> str:
+class Chart(NamedTuple):
+    """A rendered chart: its PNG as a data URI, and the width (CSS px) to show it at, so
+    text in every chart appears at the same size whatever the figure's width."""
+
+    uri: str
+    width: int
+
+
+def to_chart(fig: Figure) -> Chart:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI)
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+    uri = "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+    return Chart(uri, round(fig.get_figwidth() * CSS_PX_PER_INCH))
 
 
 def _figure(height: float, width: float = WIDTH) -> Figure:
@@ -97,7 +110,7 @@ def _label_margin(labels: list[str]) -> float:
     return 0.15 + CHAR_WIDTH * max((len(t) for t in labels), default=4)
 
 
-def _panels(fig: Figure, margins: list[float]) -> list:
+def _panels(fig: Figure, margins: list[float], bottom: float = BOTTOM_MARGIN) -> list:
     """One row of axes sharing the figure's width, each with its own left margin."""
     width, height = fig.get_size_inches()
     free = width - sum(margins) - GAP * (len(margins) - 1) - RIGHT_MARGIN
@@ -105,10 +118,28 @@ def _panels(fig: Figure, margins: list[float]) -> list:
     axes, x = [], 0.0
     for i, margin in enumerate(margins):
         x += margin + (GAP if i else 0.0)
-        axes.append(fig.add_axes((x / width, BOTTOM_MARGIN / height, each / width,
-                                  (height - BOTTOM_MARGIN - TOP_MARGIN) / height)))
+        axes.append(fig.add_axes((x / width, bottom / height, each / width,
+                                  (height - bottom - TOP_MARGIN) / height)))
         x += each
     return axes
+
+
+def _rects(ax, x0: np.ndarray | float, x1: np.ndarray | float, y0: np.ndarray | float,
+           y1: np.ndarray | float, colors: str | list[str], edge: str = "none") -> None:
+    """Bars as one collection. ``bar`` / ``hist`` add a Rectangle artist per bar, and each
+    costs about a millisecond of limit and transform bookkeeping; one collection costs it
+    once. Limits are set by the callers."""
+    x0, x1, y0, y1 = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64)
+                                           for v in (x0, x1, y0, y1)))
+    corners = [np.stack(c, axis=-1) for c in ((x0, y0), (x0, y1), (x1, y1), (x1, y0))]
+    verts = np.stack(corners, axis=1)
+    ax.add_collection(PolyCollection(verts, facecolors=colors, edgecolors=edge,
+                                     linewidths=0.6 if edge != "none" else 0),
+                      autolim=False)
+
+
+def _ylim_from_zero(ax, top: float) -> None:
+    ax.set_ylim(0, top * 1.08 if top > 0 else 1)
 
 
 def plot_text(value: object, limit: int = LABEL_CHARS) -> str:
@@ -124,7 +155,7 @@ def plot_text(value: object, limit: int = LABEL_CHARS) -> str:
 # --------------------------------------------------------------------------- class sizes
 
 
-def class_size_plot(sizes: np.ndarray, k: float | None) -> str:
+def class_size_plot(sizes: np.ndarray, k: float | None) -> Chart:
     """Two panels: how many classes have each size, and how many rows live in them."""
     sizes = np.asarray(sizes, dtype=np.int64)
     fig = _figure(2.9)
@@ -132,17 +163,23 @@ def class_size_plot(sizes: np.ndarray, k: float | None) -> str:
     lo, hi = int(sizes.min()), int(sizes.max())
     if hi - lo <= 60:
         values, counts = np.unique(sizes, return_counts=True)
-        left.bar(values, counts, width=0.8, color=RELEASED)
-        right.bar(values, values * counts / sizes.sum(), width=0.8, color=RELEASED)
+        rows = values * counts / sizes.sum()
+        _rects(left, values - 0.4, values + 0.4, 0, counts, RELEASED)
+        _rects(right, values - 0.4, values + 0.4, 0, rows, RELEASED)
         for ax in (left, right):
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             ax.set_xlim(lo - 1, hi + 1)
     else:
-        bins = np.unique(np.geomspace(lo, hi + 1, 40).round().astype(np.int64))
-        left.hist(sizes, bins=bins, color=RELEASED)
-        right.hist(sizes, bins=bins, weights=sizes / sizes.sum(), color=RELEASED)
+        edges = np.unique(np.geomspace(lo, hi + 1, 40).round().astype(np.int64))
+        counts, _ = np.histogram(sizes, bins=edges)
+        rows, _ = np.histogram(sizes, bins=edges, weights=sizes / sizes.sum())
+        _rects(left, edges[:-1], edges[1:], 0, counts, RELEASED, edge="white")
+        _rects(right, edges[:-1], edges[1:], 0, rows, RELEASED, edge="white")
         for ax in (left, right):
             ax.set_xscale("log")
+            ax.set_xlim(edges[0] / 1.1, edges[-1] * 1.1)
+    _ylim_from_zero(left, float(counts.max()))
+    _ylim_from_zero(right, float(rows.max()))
     left.set_title("Classes by size")
     left.set_ylabel("classes")
     left.yaxis.set_major_locator(MaxNLocator(integer=True))
@@ -157,50 +194,66 @@ def class_size_plot(sizes: np.ndarray, k: float | None) -> str:
     if k is not None:
         left.annotate(f"required ≥ {k:g}", xy=(k, 1), xycoords=("data", "axes fraction"),
                       xytext=(4, -10), textcoords="offset points", color=ALERT, fontsize=8.5)
-    return to_data_uri(fig)
+    return to_chart(fig)
 
 
 # --------------------------------------------------------------------------- risk
 
 
-def risk_plot(sizes: np.ndarray, threshold: float) -> str:
-    """Per-record prosecutor risk (1 / class size), as a share of the records."""
+#: Upper bounds of the risk buckets, as in ARX's risk analysis: the bounds between 1/2 and
+#: 1/8 are exact reciprocals, so each bucket there holds the records of one class size.
+RISK_EDGES = np.array([0.0, 1e-6, 1e-5, 1e-4, 1e-3, 0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07,
+                       0.08, 0.09, 0.1, 1 / 8, 1 / 7, 1 / 6, 1 / 5, 1 / 4, 1 / 3, 1 / 2, 1.0])
+
+
+def _pct_text(x: float) -> str:
+    return f"{x * 100:.3g}%"
+
+
+def risk_plot(sizes: np.ndarray, threshold: float) -> Chart:
+    """Share of records per prosecutor-risk bucket ``(lo, hi]``; buckets above the
+    threshold in red. The threshold is itself a bucket bound, so no bucket straddles it."""
     sizes = np.asarray(sizes, dtype=np.float64)
     risks = 1.0 / sizes
-    top = max(float(risks.max()), threshold) * 1.05
-    fig = _figure(2.7)
-    (ax,) = _panels(fig, [NUMBER_MARGIN])
-    ax.hist(risks, bins=np.linspace(0, top, 41), weights=sizes / sizes.sum(), color=RISK)
-    ax.axvline(threshold, color=ALERT, linestyle="--", linewidth=1)
-    ax.annotate(f"threshold {threshold:g}", xy=(threshold, 1),
-                xycoords=("data", "axes fraction"), xytext=(-4, -10),
-                textcoords="offset points", color=ALERT, fontsize=8.5, ha="right")
-    ax.set_xlim(0, top)
-    ax.set_title("Prosecutor risk per record (1 / size of its class)")
-    ax.set_xlabel("re-identification risk")
+    edges = np.unique(np.append(RISK_EDGES, threshold))
+    bucket = np.searchsorted(edges, risks, side="left") - 1  # r in (edges[i], edges[i+1]]
+    shares = np.bincount(bucket, weights=sizes, minlength=len(edges) - 1) / sizes.sum()
+    first = min(int(np.flatnonzero(shares)[0]),
+                int(np.searchsorted(edges, threshold)) - 1)
+    shares, lows, highs = shares[first:], edges[first:-1], edges[first + 1:]
+    labels = [f"{_pct_text(lo)}–{_pct_text(hi)}" for lo, hi in zip(lows, highs, strict=True)]
+    colors = [ALERT if lo >= threshold else RISK for lo in lows]
+    fig = _figure(3.1)
+    (ax,) = _panels(fig, [NUMBER_MARGIN], bottom=1.0)
+    x = np.arange(len(shares), dtype=np.float64)
+    _rects(ax, x - 0.4, x + 0.4, 0, shares, colors)
+    for xi, share in zip(x, shares, strict=True):
+        if share > 0:
+            ax.text(xi, share, f"{share:.1%}", ha="center", va="bottom", fontsize=7.5,
+                    color=MUTED)
+    ax.set_xlim(-0.6, len(shares) - 0.4)
+    _ylim_from_zero(ax, float(shares.max()))
+    ax.set_xticks(x, labels, rotation=35, ha="right", rotation_mode="anchor")
+    ax.set_title(f"Records by prosecutor risk (1 / size of their class); red: above the "
+                 f"threshold {threshold:g}")
+    ax.set_xlabel("risk (lower bound excluded, upper included)")
     ax.set_ylabel("share of records")
     ax.yaxis.set_major_formatter(PercentFormatter(1.0))
     ax.grid(axis="x", visible=False)
-    return to_data_uri(fig)
+    return to_chart(fig)
 
 
 # --------------------------------------------------------------------------- utility
 
 
-def ncp_plot(ncp: Mapping[str, float], gcp: float | None = None) -> str:
+def ncp_plot(ncp: Mapping[str, float], gcp: float | None = None) -> Chart:
     """Information loss per quasi-identifier, so one sees which QI pays for the release."""
     names = [plot_text(n) for n in ncp]
     values = np.array(list(ncp.values()), dtype=np.float64)
     fig = _figure(max(1.8, 0.3 * len(names) + 1.0), width=WIDTH * 0.62)
     (ax,) = _panels(fig, [_label_margin(names)])
-    y = np.arange(len(names))
-    bars = ax.barh(y, values, color=RELEASED, height=0.65)
-    ax.bar_label(bars, labels=[f"{v:.1%}" for v in values], padding=3, fontsize=8.5,
-                 color=INK)
-    ax.set_yticks(y, names)
-    ax.invert_yaxis()
-    upper = max(float(values.max(initial=0)) * 1.18, 0.02)
-    ax.set_xlim(0, min(upper, 1.12))
+    upper = min(max(float(values.max(initial=0)) * 1.18, 0.02), 1.12)
+    _hbars(ax, names, values, [RELEASED] * len(names), upper, 8.5, INK)
     ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0 if upper > 0.05 else 1))
     if gcp is not None:
         ax.axvline(gcp, color=ALERT, linestyle="--", linewidth=1)
@@ -208,7 +261,7 @@ def ncp_plot(ncp: Mapping[str, float], gcp: float | None = None) -> str:
                     xytext=(4, 3), textcoords="offset points", color=ALERT, fontsize=8.5)
     ax.set_xlabel("NCP: share of the domain a released value covers, averaged over rows")
     ax.grid(axis="y", visible=False)
-    return to_data_uri(fig)
+    return to_chart(fig)
 
 
 # --------------------------------------------------------------------------- QIs
@@ -234,41 +287,65 @@ def _magnitudes(series: pd.Series) -> np.ndarray | None:
     return None
 
 
+def _n_shown(n_values: int) -> int:
+    """Bars drawn for a column with ``n_values`` values (never an "other" bar of one)."""
+    return n_values if n_values <= TOP + 1 else TOP
+
+
 def _bar_data(counts: pd.Series, n: int, other: str) -> tuple[list[str], np.ndarray, bool]:
     """Labels and shares of the top bars of ``counts`` (already ordered), the rest summed
     into one last bar."""
-    shown = counts.iloc[:TOP]
+    shown = counts.iloc[:_n_shown(len(counts))]
     labels = [plot_text(v) for v in shown.index]
     shares = shown.to_numpy(dtype=np.float64) / max(n, 1)
     rest = len(counts) - len(shown)
     if rest > 0:
         labels.append(f"{rest:,} other {other}")
-        shares = np.append(shares, counts.iloc[TOP:].sum() / max(n, 1))
+        shares = np.append(shares, counts.iloc[len(shown):].sum() / max(n, 1))
     return labels, shares, rest > 0
 
 
-def _draw_bars(ax, labels: list[str], shares: np.ndarray, color: str, rest: bool) -> None:
-    y = np.arange(len(labels))
-    colors = [color] * (len(labels) - rest) + ([OTHER] if rest else [])
-    bars = ax.barh(y, shares, color=colors, height=0.7)
-    ax.bar_label(bars, labels=[f"{s:.1%}" for s in shares], padding=2, fontsize=7.5,
-                 color=MUTED)
-    ax.set_yticks(y, labels)
-    ax.set_ylim(len(labels) - 0.5, -0.5)  # first bar on top
-    ax.set_xlim(0, max(float(shares.max(initial=0)) * 1.22, 0.01))
-    ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+def _hbars(ax, labels: list[str], values: np.ndarray, colors: list[str], upper: float,
+           value_size: float, value_color: str) -> None:
+    """Horizontal bars, first on top, labelled on the left and valued on the right. The
+    labels are plain texts: tick labels would cost a Tick object (two lines, two texts)
+    each."""
+    y = np.arange(len(labels), dtype=np.float64)
+    _rects(ax, 0, values, y - 0.35, y + 0.35, colors)
+    ax.set_ylim(len(labels) - 0.5, -0.5)
+    ax.set_xlim(0, upper)
+    ax.yaxis.set_major_locator(NullLocator())
+    at_left = ax.get_yaxis_transform()
+    for yi, label, value in zip(y, labels, values, strict=True):
+        ax.text(-0.012, yi, label, transform=at_left, ha="right", va="center")
+        ax.text(value, yi, f" {value:.1%}", va="center", fontsize=value_size,
+                color=value_color)
     ax.grid(axis="y", visible=False)
+
+
+def _draw_bars(ax, labels: list[str], shares: np.ndarray, rest: bool, *, color: str,
+               upper: float) -> None:
+    colors = [color] * (len(labels) - rest) + ([OTHER] if rest else [])
+    _hbars(ax, labels, shares, colors, upper, 7.5, MUTED)
+    ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
     ax.set_xlabel("share of rows")
 
 
 def _hist(ax, values: pd.Series, bins: np.ndarray | int, color: str) -> np.ndarray:
+    """Histogram of shares of rows; dates on a date axis. Returns the bin edges."""
     present = values.dropna()
-    if pd.api.types.is_datetime64_any_dtype(present):
-        data = present.to_numpy("datetime64[ns]")
-    else:
-        data = present.to_numpy(dtype=np.float64)
-    weights = np.full(len(data), 1.0 / max(len(values), 1))
-    _, edges, _ = ax.hist(data, bins=bins, weights=weights, color=color)
+    dated = pd.api.types.is_datetime64_any_dtype(present)
+    data = mdates.date2num(present.to_numpy("datetime64[ns]")) if dated \
+        else present.to_numpy(dtype=np.float64)
+    shares, edges = np.histogram(data, bins=bins)
+    shares = shares / max(len(values), 1)
+    _rects(ax, edges[:-1], edges[1:], 0, shares, color, edge="white")
+    ax.set_xlim(edges[0], edges[-1])
+    _ylim_from_zero(ax, float(shares.max(initial=0)))
+    if dated:
+        locator = mdates.AutoDateLocator()
+        ax.xaxis.set_major_locator(locator)
+        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
     ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=1))
     ax.set_ylabel("share of rows")
     ax.grid(axis="x", visible=False)
@@ -279,7 +356,7 @@ def _hist(ax, values: pd.Series, bins: np.ndarray | int, color: str) -> np.ndarr
     return edges
 
 
-def qi_plot(original: pd.Series, released: pd.Series) -> str:
+def qi_plot(original: pd.Series, released: pd.Series) -> Chart:
     """Before / after: the original values next to the released ones, as shares of rows.
 
     Categorical values and released labels: the most frequent ones as bars (the rest in one
@@ -306,25 +383,28 @@ def qi_plot(original: pd.Series, released: pd.Series) -> str:
                                          (rel_counts, rel_continuous, len(released),
                                           "labels")):
         panels.append(None if continuous else _bar_data(counts, n, other))
-    n_bars = max((len(p[0]) for p in panels if p is not None), default=0)
-    fig = _figure(max(2.5, 0.2 * n_bars + 1.0))
+    bar_panels = [p for p in panels if p is not None]
+    n_bars = max((len(p[0]) for p in bar_panels), default=0)
+    # one scale for both sides, so bar lengths compare across before and after
+    upper = max([float(p[1].max(initial=0)) for p in bar_panels] + [0.01]) * 1.22
+    fig = _figure(max(1.6 if len(bar_panels) == 2 else 2.6, 0.21 * n_bars + 1.0))
     left, right = _panels(fig, [NUMBER_MARGIN if p is None else _label_margin(p[0])
                                 for p in panels])
     bins: np.ndarray | int = 40
     if panels[0] is None:
         bins = _hist(left, original, min(40, len(orig_counts)), ORIGINAL)
     else:
-        _draw_bars(left, panels[0][0], panels[0][1], ORIGINAL, panels[0][2])
+        _draw_bars(left, *panels[0], upper=upper, color=ORIGINAL)
     if panels[1] is None:
         _hist(right, released, bins if orig_continuous else 40, RELEASED)
     else:
-        _draw_bars(right, panels[1][0], panels[1][1], RELEASED, panels[1][2])
+        _draw_bars(right, *panels[1], upper=upper, color=RELEASED)
     left.set_title(f"Original: {len(orig_counts):,} distinct value"
                    f"{'' if len(orig_counts) == 1 else 's'}")
     what = "value" if rel_continuous else "label"
     right.set_title(f"Released: {len(rel_counts):,} distinct {what}"
                     f"{'' if len(rel_counts) == 1 else 's'}")
-    return to_data_uri(fig)
+    return to_chart(fig)
 
 
 def _in_value_order(counts: pd.Series, released: pd.Series, mags: np.ndarray) -> pd.Series:
@@ -335,6 +415,7 @@ def _in_value_order(counts: pd.Series, released: pd.Series, mags: np.ndarray) ->
     rows = np.bincount(codes[present], minlength=len(uniques))
     with np.errstate(invalid="ignore", divide="ignore"):
         position = pd.Series(totals / rows, index=pd.Index(np.asarray(uniques, dtype=object)))
-    top = counts.iloc[:TOP]
+    shown = _n_shown(len(counts))
+    top = counts.iloc[:shown]
     pos = position.reindex(top.index.astype(object)).to_numpy()
-    return pd.concat([top.iloc[np.argsort(pos, kind="stable")], counts.iloc[TOP:]])
+    return pd.concat([top.iloc[np.argsort(pos, kind="stable")], counts.iloc[shown:]])
