@@ -87,10 +87,43 @@ def _score(X: np.ndarray, s: int, e: int, j: int, lo: int, hi: int, strategy: in
 
 
 @njit(cache=True, nogil=True)
+def _tree_level(tree_nodes: np.ndarray, off: int, height: int, a: int, b: int) -> int:
+    """Lowest hierarchy level at which codes ``a`` and ``b`` share a node."""
+    for level in range(height):
+        if tree_nodes[off + a * height + level] == tree_nodes[off + b * height + level]:
+            return level
+    return height - 1
+
+
+@njit(cache=True, nogil=True)
+def _tree_cut(tree_nodes: np.ndarray, off: int, height: int, level: int, codes: np.ndarray,
+              counts: np.ndarray, n: int, size: int, min_size: int) -> int:
+    """Index into ``codes`` of the last code left of the best boundary between subtrees at
+    ``level`` (the one closest to the middle with both sides >= ``min_size``), or -1.
+    ``codes``/``counts`` list the codes present in increasing order with their counts."""
+    best = -1
+    best_gap = size + 1.0
+    left = counts[0]
+    for i in range(1, n):
+        a = codes[i - 1]
+        b = codes[i]
+        boundary = tree_nodes[off + a * height + level] != tree_nodes[off + b * height + level]
+        if boundary and left >= min_size and size - left >= min_size:
+            gap = abs(left - size / 2.0)
+            if gap < best_gap:
+                best_gap = gap
+                best = i - 1
+        left += counts[i]
+    return best
+
+
+@njit(cache=True, nogil=True)
 def _propose_one(p: int, Xs: np.ndarray, Rs: np.ndarray, side: np.ndarray, mags: np.ndarray,
                  mag_offsets: np.ndarray, spans: np.ndarray, cardinalities: np.ndarray,
                  starts: np.ndarray, ends: np.ndarray, lo: np.ndarray, hi: np.ndarray,
-                 bits: np.ndarray, unordered: np.ndarray, excluded: np.ndarray,
+                 bits: np.ndarray, unordered: np.ndarray, tree: np.ndarray,
+                 tree_nodes: np.ndarray, tree_under: np.ndarray, tree_off: np.ndarray,
+                 tree_height: np.ndarray, excluded: np.ndarray,
                  min_size: int, strategy: int, rng_seed: int, out_dim: np.ndarray,
                  out_cut_le: np.ndarray, out_cut_lt: np.ndarray, out_lo: np.ndarray,
                  out_hi: np.ndarray, out_bits: np.ndarray) -> None:
@@ -107,7 +140,14 @@ def _propose_one(p: int, Xs: np.ndarray, Rs: np.ndarray, side: np.ndarray, mags:
         score[j] = -1.0
         if (excluded[p] >> j) & 1 or lo[p, j] == hi[p, j]:
             continue
-        if strategy == WIDEST and unordered[j]:
+        if strategy == WIDEST and tree[j]:
+            # a column with a hierarchy is as wide as its partition's common ancestor
+            h = tree_height[j]
+            level = _tree_level(tree_nodes, tree_off[j], h, lo[p, j], hi[p, j])
+            under = tree_under[tree_off[j] + lo[p, j] * h + level]
+            leaves = tree_under[tree_off[j] + lo[p, j] * h + h - 1]
+            score[j] = (under - 1.0) / (leaves - 1.0) if leaves > 1 else 0.0
+        elif strategy == WIDEST and unordered[j]:
             # an unordered column is as wide as the values it holds, not its code span
             score[j] = (_popcount(bits[p, j]) - 1) / (cardinalities[j] - 1)
         elif strategy == WIDEST:
@@ -135,9 +175,17 @@ def _propose_one(p: int, Xs: np.ndarray, Rs: np.ndarray, side: np.ndarray, mags:
         if best < 0:
             return
         score[best] = -1.0  # not again for this partition in this call
-        # lower median of the chosen dimension, and the sizes of < m, == m, > m
+        # lower median of the chosen dimension, and the sizes of < m, == m, > m; for a
+        # column with a hierarchy, rather the boundary between two subtrees of the
+        # partition's common ancestor nearest the median, so both halves generalize lower
         blo = lo[p, best]
         target = (size - 1) // 2
+        aligned = False
+        h = 1
+        child_level = -1
+        if tree[best]:
+            h = tree_height[best]
+            child_level = _tree_level(tree_nodes, tree_off[best], h, blo, hi[p, best]) - 1
         if hi[p, best] - blo + 1 <= 2 * size:
             width = _histogram(X, s, e, best, blo, hi[p, best], counts)
             acc = 0
@@ -149,14 +197,47 @@ def _propose_one(p: int, Xs: np.ndarray, Rs: np.ndarray, side: np.ndarray, mags:
                     break
             n_eq = counts[m - blo]
             n_lt = acc - n_eq
+            if tree[best] and child_level >= 0:
+                present = 0
+                for c in range(width):
+                    if counts[c] > 0:
+                        values[present] = blo + c
+                        counts[present] = counts[c]
+                        present += 1
+                at = _tree_cut(tree_nodes, tree_off[best], h, child_level, values, counts,
+                               present, size, min_size)
+                if at >= 0:
+                    aligned = True
+                    m = values[at]
+                    n_eq = counts[at]
+                    n_lt = 0
+                    for i in range(at):
+                        n_lt += counts[i]
         else:
             ordered = _sorted_column(X, s, e, best, values)
             m = ordered[target]
             n_lt = np.searchsorted(ordered, m, side="left")
             n_eq = np.searchsorted(ordered, m, side="right") - n_lt
+            if tree[best] and child_level >= 0:
+                # distinct codes and their counts, in place at the front of ``counts``
+                # and of a second scratch half (codes go to the back half of ``counts``)
+                present = 0
+                for i in range(size):
+                    if i == 0 or ordered[i] != ordered[i - 1]:
+                        counts[size + present] = ordered[i]
+                        counts[present] = 0
+                        present += 1
+                    counts[present - 1] += 1
+                at = _tree_cut(tree_nodes, tree_off[best], h, child_level,
+                               counts[size:size + present], counts, present, size, min_size)
+                if at >= 0:
+                    aligned = True
+                    m = counts[size + at]
+                    n_eq = counts[at]
+                    n_lt = np.searchsorted(ordered, m, side="left")
         n_gt = size - n_lt - n_eq
         le_ok = n_lt + n_eq >= min_size and n_gt >= min_size
-        lt_ok = n_lt >= min_size and n_eq + n_gt >= min_size
+        lt_ok = n_lt >= min_size and n_eq + n_gt >= min_size and not aligned
         if le_ok or lt_ok:
             break
     # move the segment to the other copy as < m | == m | > m, with each part's ranges
@@ -201,7 +282,8 @@ def _propose_one(p: int, Xs: np.ndarray, Rs: np.ndarray, side: np.ndarray, mags:
     side[p] = 1 - side[p]
     out_dim[p] = best
     out_cut_le[p] = s + n_lt + n_eq
-    out_cut_lt[p] = s + n_lt
+    # an aligned cut is x <= m only: x < m would split a subtree again
+    out_cut_lt[p] = s + n_lt + n_eq if aligned else s + n_lt
 
 
 @njit(cache=True, nogil=True, parallel=True)
@@ -219,6 +301,11 @@ def propose_cuts(
     hi: np.ndarray,  # (p, d) largest code
     bits: np.ndarray,  # (p, d) uint64 set of codes < 64 present
     unordered: np.ndarray,  # (d,) bool: scored by values present (categorical, <= 64 codes)
+    tree: np.ndarray,  # (d,) bool: the column has a hierarchy whose subtrees are code runs
+    tree_nodes: np.ndarray,  # node id of each (column, code, level), flattened
+    tree_under: np.ndarray,  # leaves under that node, flattened the same way (float64)
+    tree_off: np.ndarray,  # (d,) offset of each column in tree_nodes / tree_under
+    tree_height: np.ndarray,  # (d,) levels of each column's hierarchy
     excluded: np.ndarray,  # (p,) int64 bitmask of dimensions not to cut
     min_size: int,  # a cut whose smaller side is below this is never allowable
     strategy: int,
@@ -236,8 +323,9 @@ def propose_cuts(
     disjoint segments, so they are processed in parallel."""
     for p in prange(len(starts)):
         _propose_one(p, Xs, Rs, side, mags, mag_offsets, spans, cardinalities, starts, ends,
-                     lo, hi, bits, unordered, excluded, min_size, strategy, seed, out_dim,
-                     out_cut_le, out_cut_lt, out_lo, out_hi, out_bits)
+                     lo, hi, bits, unordered, tree, tree_nodes, tree_under, tree_off,
+                     tree_height, excluded, min_size, strategy, seed, out_dim, out_cut_le,
+                     out_cut_lt, out_lo, out_hi, out_bits)
 
 
 @njit(cache=True, nogil=True)
@@ -255,6 +343,11 @@ def propose_cuts_serial(
     hi: np.ndarray,  # (p, d) largest code
     bits: np.ndarray,  # (p, d) uint64 set of codes < 64 present
     unordered: np.ndarray,  # (d,) bool: scored by values present (categorical, <= 64 codes)
+    tree: np.ndarray,  # (d,) bool: the column has a hierarchy whose subtrees are code runs
+    tree_nodes: np.ndarray,  # node id of each (column, code, level), flattened
+    tree_under: np.ndarray,  # leaves under that node, flattened the same way (float64)
+    tree_off: np.ndarray,  # (d,) offset of each column in tree_nodes / tree_under
+    tree_height: np.ndarray,  # (d,) levels of each column's hierarchy
     excluded: np.ndarray,  # (p,) int64 bitmask of dimensions not to cut
     min_size: int,  # a cut whose smaller side is below this is never allowable
     strategy: int,
@@ -269,8 +362,9 @@ def propose_cuts_serial(
     """Like :func:`propose_cuts`, on one thread (less overhead for small rounds)."""
     for p in range(len(starts)):
         _propose_one(p, Xs, Rs, side, mags, mag_offsets, spans, cardinalities, starts, ends,
-                     lo, hi, bits, unordered, excluded, min_size, strategy, seed, out_dim,
-                     out_cut_le, out_cut_lt, out_lo, out_hi, out_bits)
+                     lo, hi, bits, unordered, tree, tree_nodes, tree_under, tree_off,
+                     tree_height, excluded, min_size, strategy, seed, out_dim, out_cut_le,
+                     out_cut_lt, out_lo, out_hi, out_bits)
 
 
 @njit(cache=True, nogil=True)

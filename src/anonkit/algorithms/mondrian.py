@@ -43,7 +43,7 @@ from anonkit.generalization import (
 from anonkit.hierarchy.base import Hierarchy
 from anonkit.models.base import Classes, KAnonymity, PrivacyModel, SensitiveAttribute
 from anonkit.result import AnonymizationResult
-from anonkit.table import EncodedTable, Kind, Schema, encode
+from anonkit.table import EncodedColumn, EncodedTable, Kind, Schema, encode
 
 
 @dataclass(frozen=True)
@@ -257,6 +257,7 @@ class Mondrian:
         kernel.segment_ranges(Xs[0], starts, ends, lo, hi, bits)
         unordered = np.array([not c.kind.is_ordered and c.hierarchy is None
                               and 2 < c.cardinality <= 64 for c in cols], dtype=bool)
+        tree, tree_nodes, tree_under, tree_off, tree_height = _hierarchy_tables(cols)
         side = np.zeros(1, dtype=np.int8)  # which copy of Xs holds each partition
         excluded = np.zeros(1, dtype=np.int64)  # dims that may not be cut here (variant)
         tried = np.zeros(1, dtype=np.int64)  # dims whose cut broke a model here
@@ -290,8 +291,9 @@ class Mondrian:
             propose = kernel.propose_cuts if p > 1 and int((ends - starts).sum()) > 200_000 \
                 else kernel.propose_cuts_serial
             propose(Xs, Rs, side, mags, mag_offsets, spans, cards, starts, ends, lo, hi, bits,
-                    unordered, excluded | tried, min_size, strategy, self.seed + rounds, dim,
-                    cut_le, cut_lt, part_lo, part_hi, part_bits)
+                    unordered, tree, tree_nodes, tree_under, tree_off, tree_height,
+                    excluded | tried, min_size, strategy, self.seed + rounds, dim, cut_le,
+                    cut_lt, part_lo, part_hi, part_bits)
             can = dim >= 0
             ok_le = can & self._allowable(starts, cut_le, ends, min_size, heavy, sensitive,
                                           Rs, side)
@@ -367,6 +369,40 @@ class Mondrian:
             good &= m.holds(halves)
         ok[idx] = good[0::2] & good[1::2]
         return ok
+
+
+def _hierarchy_tables(cols: Sequence[EncodedColumn]) -> tuple[np.ndarray, ...]:
+    """Per column with a usable hierarchy (its subtrees are runs of codes), the node of
+    every (code, level) and the number of leaves under it, flattened for the kernel. The
+    missing code, if any, hangs right under the root."""
+    tree = np.zeros(len(cols), dtype=bool)
+    nodes: list[np.ndarray] = []
+    under: list[np.ndarray] = []
+    offsets = np.zeros(len(cols), dtype=np.int64)
+    heights = np.ones(len(cols), dtype=np.int64)
+    position = 0
+    for j, col in enumerate(cols):
+        offsets[j] = position
+        if not col.hierarchy_is_contiguous:
+            continue
+        hierarchy = col.hierarchy
+        assert hierarchy is not None and col.hierarchy_leaf is not None
+        leaf = col.hierarchy_leaf
+        safe = np.maximum(leaf, 0)
+        code_nodes = hierarchy.node_ids[safe].astype(np.int32)
+        code_under = hierarchy.subtree_sizes[safe].astype(np.float64)
+        missing = leaf < 0
+        if missing.any():
+            code_nodes[missing, :-1] = -1  # a node of its own below the root
+            code_under[missing, :-1] = 1.0
+        tree[j] = True
+        heights[j] = hierarchy.height
+        nodes.append(code_nodes.reshape(-1))
+        under.append(code_under.reshape(-1))
+        position += code_nodes.size
+    flat_nodes = np.concatenate(nodes) if nodes else np.zeros(1, np.int32)
+    flat_under = np.concatenate(under) if under else np.zeros(1, np.float64)
+    return tree, flat_nodes, flat_under, offsets, heights
 
 
 def release_table(df: pd.DataFrame, schema: Schema, generalized: Sequence[ColumnGeneralization],
