@@ -20,7 +20,8 @@ class AnonymizationResult:
     Attributes:
         data: the released table: identifiers dropped, quasi-identifiers generalized, rows in
             the input's order (row ``i`` of ``data`` is row ``i`` of the input).
-        class_ids: per row of ``data``, the index of its equivalence class.
+        class_ids: per row of ``data``, the index of its equivalence class -- classes as an
+            adversary sees them: rows with the same released quasi-identifiers.
         classes: one row per class: ``size``, then each quasi-identifier's released label.
         verdicts: one per privacy model, measured on ``data`` as an adversary sees it (rows
             grouped by their released quasi-identifier values), not on the algorithm's own

@@ -179,9 +179,12 @@ class Mondrian:
         generalized = [generalize_column(col, partitioning.order, partitioning.starts,
                                          forms[col.name])
                        for col in table.quasi_identifiers]
-        class_ids = partitioning.class_ids()
-        data = release_table(df, schema, generalized, class_ids)
-        classes = class_table(generalized, partitioning.sizes)
+        # partitions whose labels coincide are one class to an adversary: number classes
+        # as the release shows them
+        class_of_partition, n_released = _merge_identical(generalized)
+        class_ids = class_of_partition[partitioning.class_ids()]
+        data = release_table(df, schema, generalized, partitioning.class_ids())
+        classes = class_table(generalized, partitioning.sizes, class_of_partition, n_released)
         timings["generalize"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
@@ -417,8 +420,26 @@ def release_table(df: pd.DataFrame, schema: Schema, generalized: Sequence[Column
     return pd.DataFrame(out, index=pd.RangeIndex(len(df)))
 
 
-def class_table(generalized: Sequence[ColumnGeneralization], sizes: np.ndarray) -> pd.DataFrame:
-    columns: dict[str, object] = {"size": sizes}
+def _merge_identical(generalized: Sequence[ColumnGeneralization]) -> tuple[np.ndarray, int]:
+    """Per partition, the index of its released class (partitions with the same label on
+    every QI share one), numbered in order of first partition."""
+    n_partitions = len(generalized[0].labels) if generalized else 0
+    ids = np.zeros(n_partitions, dtype=np.int64)
     for g in generalized:
-        columns[g.column] = g.labels
+        codes, uniques = pd.factorize(g.labels)
+        ids, _ = pd.factorize(ids * max(len(uniques), 1) + codes)
+    n_classes = int(ids.max()) + 1 if n_partitions else 0
+    return ids.astype(np.int64), n_classes
+
+
+def class_table(generalized: Sequence[ColumnGeneralization], sizes: np.ndarray,
+                class_of_partition: np.ndarray, n_classes: int) -> pd.DataFrame:
+    """One row per released class: its size and each QI's label."""
+    first = np.full(n_classes, len(class_of_partition), dtype=np.int64)
+    np.minimum.at(first, class_of_partition, np.arange(len(class_of_partition)))
+    columns: dict[str, object] = {
+        "size": np.bincount(class_of_partition, weights=sizes, minlength=n_classes).astype(
+            np.int64)}
+    for g in generalized:
+        columns[g.column] = g.labels[first]
     return pd.DataFrame(columns)

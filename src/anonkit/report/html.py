@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -76,6 +77,8 @@ def _value(v: object) -> str:
 
 
 def _plain(v: object) -> str:
+    if isinstance(v, np.generic):
+        v = v.item()
     if isinstance(v, float):
         return f"{v:g}"
     if isinstance(v, (str, int)):
@@ -164,21 +167,28 @@ def _verdict_table(verdicts: Sequence[Verdict], attributes: Sequence[str | None]
         if v.details:
             details = '<div class="details">' + e(", ".join(
                 f"{k}={_plain(x)}" for k, x in v.details.items())) + "</div>"
-        values = ", ".join(f"{k} = {'missing' if x is None else _plain(x)}"
-                           for k, x in worst.items())
+        values = "".join(
+            f'<div><span class="key">{e(str(k))}</span> '
+            f"<code>{e('missing' if x is None else _plain(x))}</code></div>"
+            for k, x in worst.items())
         rows.append(
             f'<tr class="{"pass" if v.passed else "fail"}"><td>{_pill(v.passed)}</td>'
             f'<td class="model"><b>{e(v.model)}</b><div class="details">{e(params)}</div>'
             f"{details}</td>"
-            + (f"<td>{e(attr) if attr is not None else '—'}</td>" if show_attr else "")
+            + (f'<td class="nowrap">{e(attr) if attr is not None else "—"}</td>'
+               if show_attr else "")
             + f'<td class="num">{e(v.measure)} = {e(_num(v.measured))}</td>'
-            f'<td class="num">{e(v.measure)} {e(v.comparison)} {e(_num(v.required))}</td>'
+            f'<td class="num">{e(v.measure)} {e(_COMPARISON.get(v.comparison, v.comparison))} '
+            f"{e(_num(v.required))}</td>"
             f'<td class="num">{_int(v.worst_class_size)} row'
             f'{"" if v.worst_class_size == 1 else "s"}</td>'
             f'<td class="num">{_int(v.failing_classes)} of {_int(v.n_classes)}</td>'
-            f"<td><code>{e(values) if values else '—'}</code></td></tr>")
+            f'<td class="values">{values or "—"}</td></tr>')
     return (f'<div class="card"><table><thead>{head}</thead><tbody>{"".join(rows)}'
             f"</tbody></table></div>")
+
+
+_COMPARISON = {">=": "≥", "<=": "≤"}
 
 
 def _required_k(verdicts: Sequence[Verdict]) -> float | None:
@@ -188,7 +198,7 @@ def _required_k(verdicts: Sequence[Verdict]) -> float | None:
     return None
 
 
-def _class_size_section(sizes: np.ndarray, k: float | None, plots) -> str:
+def _class_size_section(sizes: np.ndarray, k: float | None, plots: ModuleType) -> str:
     stats = "".join([
         _stat("Classes", _int(len(sizes))),
         _stat("Smallest", _int(sizes.min())),
@@ -206,7 +216,7 @@ def _class_size_section(sizes: np.ndarray, k: float | None, plots) -> str:
                               e(caption)) + "</div>")
 
 
-def _risk_section(sizes: np.ndarray, threshold: float, plots,
+def _risk_section(sizes: np.ndarray, threshold: float, plots: ModuleType,
                   population_size: int | None = None, sample_size: int | None = None) -> str:
     p = prosecutor_risk(sizes, threshold)
     j = journalist_risk(sizes, threshold, population_size=population_size,
@@ -283,11 +293,11 @@ def render_report(result: AnonymizationResult, original: pd.DataFrame, path: str
                                     worst_values)
                      + '<p class="note">Measured on the released table as an adversary sees '
                        "it (rows grouped by their released quasi-identifier values).</p>"),
-            _class_size_section(sizes, k, plots),
+            _class_size_section(sizes, k, plots) if len(sizes) else "",
             _qi_section(result, original, qis, plots),
             _risk_section(sizes, threshold, plots,
                           int(population) if population is not None else None,
-                          len(result.data) + suppressed),
+                          len(result.data) + suppressed) if len(sizes) else "",
             _utility_section(metrics, qis, plots),
             _glossary(),
         ]
@@ -354,7 +364,7 @@ def _summary_section(result: AnonymizationResult, original: pd.DataFrame, sizes:
 
 
 def _qi_section(result: AnonymizationResult, original: pd.DataFrame, qis: Sequence[str],
-                plots) -> str:
+                plots: ModuleType) -> str:
     forms = result.parameters.get("forms", {})
     forms = forms if isinstance(forms, Mapping) else {}
     cards = []
@@ -370,12 +380,14 @@ def _qi_section(result: AnonymizationResult, original: pd.DataFrame, qis: Sequen
         cards.append(f'<div class="card"><div class="qi-head"><h3>{e(name)}</h3>'
                      f'{"".join(meta)}</div>{_figure(uri, f"distribution of {name}")}</div>')
     note = ('<p class="note">Left: the original values; right: the released ones, as shares '
-            "of rows. Columns with many values show the most frequent ones; the grey bar sums "
-            "the rest.</p>")
+            "of rows. Bars show the most frequent values (the grey bar sums the rest). A "
+            "numeric or date column with many values is a histogram, and its release is drawn "
+            "on the same bins with each label's rows spread evenly over the range of values "
+            "it stands for: what an analyst can reconstruct from the release.</p>")
     return _section("qis", "Quasi-identifiers before and after", note + "".join(cards))
 
 
-def _utility_section(metrics: Mapping[str, float], qis: Sequence[str], plots) -> str:
+def _utility_section(metrics: Mapping[str, float], qis: Sequence[str], plots: ModuleType) -> str:
     ncp = {q: float(metrics[f"ncp.{q}"]) for q in qis if f"ncp.{q}" in metrics}
     cards = "".join([
         _stat("GCP", _pct(metrics["gcp"]) if "gcp" in metrics else "—",
@@ -438,8 +450,6 @@ def render_check_report(report: CheckReport, path: str | Path, *,
     summary_rows = [
         ("Quasi-identifiers", _value(report.quasi_identifiers)),
         ("Sensitive", _value(report.sensitive)),
-        ("Rows", _int(report.n_rows)),
-        ("Equivalence classes", _int(report.n_classes)),
     ]
     cards = "".join([
         _stat("Rows", _int(report.n_rows)),

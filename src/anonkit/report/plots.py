@@ -23,7 +23,7 @@ import pandas as pd
 from matplotlib import dates as mdates
 from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator, NullLocator, PercentFormatter
+from matplotlib.ticker import FuncFormatter, MaxNLocator, NullLocator
 
 ORIGINAL = "#8795a8"
 RELEASED = "#2f6db5"
@@ -185,7 +185,7 @@ def class_size_plot(sizes: np.ndarray, k: float | None) -> Chart:
     left.yaxis.set_major_locator(MaxNLocator(integer=True))
     right.set_title("Rows by the size of their class")
     right.set_ylabel("share of rows")
-    right.yaxis.set_major_formatter(PercentFormatter(1.0))
+    _share_axis(right.yaxis)
     for ax in (left, right):
         ax.set_xlabel("class size (rows)")
         ax.grid(axis="x", visible=False)
@@ -238,7 +238,7 @@ def risk_plot(sizes: np.ndarray, threshold: float) -> Chart:
                  f"threshold {threshold:g}")
     ax.set_xlabel("risk (lower bound excluded, upper included)")
     ax.set_ylabel("share of records")
-    ax.yaxis.set_major_formatter(PercentFormatter(1.0))
+    _share_axis(ax.yaxis)
     ax.grid(axis="x", visible=False)
     return to_chart(fig)
 
@@ -253,8 +253,8 @@ def ncp_plot(ncp: Mapping[str, float], gcp: float | None = None) -> Chart:
     fig = _figure(max(1.8, 0.3 * len(names) + 1.0), width=WIDTH * 0.62)
     (ax,) = _panels(fig, [_label_margin(names)])
     upper = min(max(float(values.max(initial=0)) * 1.18, 0.02), 1.12)
-    _hbars(ax, names, values, [RELEASED] * len(names), upper, 8.5, INK)
-    ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0 if upper > 0.05 else 1))
+    _hbars(ax, names, values, [RELEASED] * len(names), upper, 8.5, INK, boxed=True)
+    _share_axis(ax.xaxis)
     if gcp is not None:
         ax.axvline(gcp, color=ALERT, linestyle="--", linewidth=1)
         ax.annotate(f"GCP {gcp:.1%}", xy=(gcp, 1.0), xycoords=("data", "axes fraction"),
@@ -306,7 +306,7 @@ def _bar_data(counts: pd.Series, n: int, other: str) -> tuple[list[str], np.ndar
 
 
 def _hbars(ax, labels: list[str], values: np.ndarray, colors: list[str], upper: float,
-           value_size: float, value_color: str) -> None:
+           value_size: float, value_color: str, boxed: bool = False) -> None:
     """Horizontal bars, first on top, labelled on the left and valued on the right. The
     labels are plain texts: tick labels would cost a Tick object (two lines, two texts)
     each."""
@@ -319,15 +319,23 @@ def _hbars(ax, labels: list[str], values: np.ndarray, colors: list[str], upper: 
     for yi, label, value in zip(y, labels, values, strict=True):
         ax.text(-0.012, yi, label, transform=at_left, ha="right", va="center")
         ax.text(value, yi, f" {value:.1%}", va="center", fontsize=value_size,
-                color=value_color)
+                color=value_color, zorder=4,
+                bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5} if boxed
+                else None)
     ax.grid(axis="y", visible=False)
+
+
+def _share_axis(axis) -> None:
+    """Percent ticks at round steps (1, 2, 5 x 10^n): no "8%" tick standing for 7.5 %."""
+    axis.set_major_locator(MaxNLocator(nbins=6, steps=[1, 2, 2.5, 5, 10]))
+    axis.set_major_formatter(FuncFormatter(lambda x, _: f"{x * 100:.6g}%"))
 
 
 def _draw_bars(ax, labels: list[str], shares: np.ndarray, rest: bool, *, color: str,
                upper: float) -> None:
     colors = [color] * (len(labels) - rest) + ([OTHER] if rest else [])
     _hbars(ax, labels, shares, colors, upper, 7.5, MUTED)
-    ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+    _share_axis(ax.xaxis)
     ax.set_xlabel("share of rows")
 
 
@@ -337,16 +345,21 @@ def _hist(ax, values: pd.Series, bins: np.ndarray | int, color: str) -> np.ndarr
     dated = pd.api.types.is_datetime64_any_dtype(present)
     data = mdates.date2num(present.to_numpy("datetime64[ns]")) if dated \
         else present.to_numpy(dtype=np.float64)
+    if isinstance(bins, int) and len(data) and not dated and \
+            np.array_equal(data, np.round(data)):
+        # whole numbers: bins of a whole width centred on them, or bins would alias
+        # (alternately holding one and two values, a comb that is not in the data)
+        lo, hi = float(data.min()), float(data.max())
+        width = max(1.0, float(np.ceil((hi - lo + 1) / bins)))
+        bins = np.arange(lo - 0.5, hi + 0.5 + width, width)
     shares, edges = np.histogram(data, bins=bins)
     shares = shares / max(len(values), 1)
     _rects(ax, edges[:-1], edges[1:], 0, shares, color, edge="white")
     ax.set_xlim(edges[0], edges[-1])
     _ylim_from_zero(ax, float(shares.max(initial=0)))
     if dated:
-        locator = mdates.AutoDateLocator()
-        ax.xaxis.set_major_locator(locator)
-        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
-    ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=1))
+        _date_axis(ax)
+    _share_axis(ax.yaxis)
     ax.set_ylabel("share of rows")
     ax.grid(axis="x", visible=False)
     missing = len(values) - len(present)
@@ -360,10 +373,12 @@ def qi_plot(original: pd.Series, released: pd.Series) -> Chart:
     """Before / after: the original values next to the released ones, as shares of rows.
 
     Categorical values and released labels: the most frequent ones as bars (the rest in one
-    bar, so a column with hundreds of values stays readable); a numeric or date original
-    with many values: a histogram. Labels of an ordered column are shown in the order of
-    the original values they stand for (``[20-29]`` before ``[30-39]``), when the rows of
-    both tables correspond.
+    bar, so a column with hundreds of values stays readable), labels of an ordered column
+    in the order of the values they stand for (``[20-29]`` before ``[30-39]``). A numeric
+    or date original with many values: a histogram, and the release on the same bins, each
+    label's rows spread evenly over the range of original values it stands for -- what an
+    analyst reading the release can reconstruct; hundreds of range labels as bars would
+    show nothing. Both need the rows of the two tables to correspond (same order).
     """
     original = original.reset_index(drop=True)
     released = released.reset_index(drop=True)
@@ -375,18 +390,21 @@ def qi_plot(original: pd.Series, released: pd.Series) -> Chart:
     mags = _magnitudes(original)
     if not orig_continuous and mags is not None:  # few numeric values: in value order
         orig_counts = orig_counts.sort_index(kind="stable")
-    if not rel_continuous and mags is not None and len(original) == len(released):
+    aligned = mags is not None and len(original) == len(released)
+    spread = orig_continuous and not rel_continuous and aligned
+    if not rel_continuous and aligned and not spread:
         rel_counts = _in_value_order(rel_counts, released, mags)
     panels = []
     for counts, continuous, n, other in ((orig_counts, orig_continuous, len(original),
                                           "values"),
                                          (rel_counts, rel_continuous, len(released),
                                           "labels")):
-        panels.append(None if continuous else _bar_data(counts, n, other))
+        panels.append(None if continuous or (spread and other == "labels")
+                      else _bar_data(counts, n, other))
     bar_panels = [p for p in panels if p is not None]
     n_bars = max((len(p[0]) for p in bar_panels), default=0)
     # one scale for both sides, so bar lengths compare across before and after
-    upper = max([float(p[1].max(initial=0)) for p in bar_panels] + [0.01]) * 1.22
+    upper = min(max([float(p[1].max(initial=0)) for p in bar_panels] + [0.01]) * 1.22, 1.2)
     fig = _figure(max(1.6 if len(bar_panels) == 2 else 2.6, 0.21 * n_bars + 1.0))
     left, right = _panels(fig, [NUMBER_MARGIN if p is None else _label_margin(p[0])
                                 for p in panels])
@@ -395,16 +413,63 @@ def qi_plot(original: pd.Series, released: pd.Series) -> Chart:
         bins = _hist(left, original, min(40, len(orig_counts)), ORIGINAL)
     else:
         _draw_bars(left, *panels[0], upper=upper, color=ORIGINAL)
-    if panels[1] is None:
+    if spread:
+        assert mags is not None and not isinstance(bins, int)
+        _spread_hist(right, released, mags, bins, RELEASED)
+    elif panels[1] is None:
         _hist(right, released, bins if orig_continuous else 40, RELEASED)
     else:
         _draw_bars(right, *panels[1], upper=upper, color=RELEASED)
     left.set_title(f"Original: {len(orig_counts):,} distinct value"
                    f"{'' if len(orig_counts) == 1 else 's'}")
     what = "value" if rel_continuous else "label"
-    right.set_title(f"Released: {len(rel_counts):,} distinct {what}"
-                    f"{'' if len(rel_counts) == 1 else 's'}")
+    plural = "" if len(rel_counts) == 1 else "s"
+    right.set_title(f"Released: {len(rel_counts):,} {what}{plural}, spread over their ranges"
+                    if spread else f"Released: {len(rel_counts):,} distinct {what}{plural}")
+    if panels[0] is None and panels[1] is None:  # two histograms: one vertical scale
+        top = max(left.get_ylim()[1], right.get_ylim()[1])
+        left.set_ylim(0, top)
+        right.set_ylim(0, top)
+        right.set_xlim(left.get_xlim())
+        if pd.api.types.is_datetime64_any_dtype(original):
+            _date_axis(right)
     return to_chart(fig)
+
+
+def _spread_hist(ax, released: pd.Series, mags: np.ndarray, edges: np.ndarray,
+                 color: str) -> None:
+    """The release on the original's bins: each label's rows spread evenly over the range
+    of original values they hold (whole numbers and days as unit-wide cells, so a label
+    for 20..24 puts a fifth on each). Vectorised over labels x bin edges."""
+    codes, _ = pd.factorize(released, use_na_sentinel=False)
+    present = ~np.isnan(mags)
+    values = pd.Series(mags[present])
+    grouped = values.groupby(codes[present], sort=False)
+    lo = grouped.min().to_numpy()
+    hi = grouped.max().to_numpy()
+    rows = grouped.size().to_numpy().astype(np.float64)
+    if np.array_equal(values.to_numpy(), np.round(values.to_numpy())):
+        lo, hi = lo - 0.5, hi + 0.5
+    width = hi - lo
+    with np.errstate(divide="ignore", invalid="ignore"):
+        covered = np.clip((edges[None, :] - lo[:, None]) / width[:, None], 0.0, 1.0)
+    point = width == 0
+    covered[point] = edges[None, :] > lo[point][:, None]
+    covered[:, -1] = 1.0  # the last bin includes its right edge
+    cumulative = rows @ covered
+    shares = np.diff(cumulative) / max(len(released), 1)
+    _rects(ax, edges[:-1], edges[1:], 0, shares, color, edge="white")
+    ax.set_xlim(edges[0], edges[-1])
+    _ylim_from_zero(ax, float(shares.max(initial=0)))
+    _share_axis(ax.yaxis)
+    ax.set_ylabel("share of rows")
+    ax.grid(axis="x", visible=False)
+
+
+def _date_axis(ax) -> None:
+    locator = mdates.AutoDateLocator()
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
 
 
 def _in_value_order(counts: pd.Series, released: pd.Series, mags: np.ndarray) -> pd.Series:
