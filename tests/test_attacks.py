@@ -14,8 +14,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+import pytest
 
-from anonkit.releases.attacks import PINNED, AuditReport, ScopeResult, audit, requirements_of
+from anonkit.releases.attacks import (
+    PINNED,
+    AuditReport,
+    CrossReleaseBreachError,
+    ScopeResult,
+    audit,
+    requirements_of,
+)
 from anonkit.releases.publish import PublishRequest, method_for, publish, register_method
 from anonkit.releases.report import render_html
 from anonkit.releases.store import HistoryStore
@@ -244,6 +252,9 @@ class Recorder:
 def test_audit_matches_brute_force_on_a_churning_table(history: HistoryTarget,
                                                        tmp_path: Path) -> None:
     versions = churned_versions(1500, 4, churn=0.1, seed=3)
+    # a fifth version brings back everyone of the second: records that left come back, so
+    # records are present in non-contiguous sets of releases ({1,2,5}, {2,5}, ...)
+    versions.append(versions[1].sample(frac=1.0, random_state=4).reset_index(drop=True))
     recorder = Recorder("sorted-chunks")
     register_method("recorded-chunks", recorder, replace=True)
     req = make_request(method="recorded-chunks", sensitive=("disease", "income"))
@@ -253,9 +264,13 @@ def test_audit_matches_brute_force_on_a_churning_table(history: HistoryTarget,
         report = audit(store, "census")
         strict = audit(store, "census", k=7, l=3, e=20_000)
     class_ids = [r.class_ids for r in recorder.results]  # type: ignore[attr-defined]
+    members = [set(df["pid"]) for df in versions]
     common = {"tables": versions, "class_ids": class_ids, "key": "pid",
               "sensitive": ["disease", "income"], "numeric": {"income"}}
     assert report.breached
+    presence = Counter(tuple(n for n, df in enumerate(versions) if pid in members[n])
+                       for pid in set().union(*members))
+    assert (1, 4) in presence and (0, 1, 4) in presence  # gaps are exercised
     assert_matches_brute_force(report, brute_force(**common, k=5))
     assert_matches_brute_force(strict, brute_force(**common, k=7, l=3, e=20_000))
 
@@ -310,6 +325,39 @@ def test_naive_mondrian_on_a_churning_table_is_caught(tmp_path: Path) -> None:
     truth = brute_force(versions, [r.class_ids for r in recorder.results],  # type: ignore[attr-defined]
                         key="id", sensitive=["disease", "salary"], numeric={"salary"}, k=5)
     assert_matches_brute_force(report, truth)
+
+
+# -- gating a publication on the audit -----------------------------------------------------
+
+
+def test_a_release_that_would_breach_can_be_refused(history: HistoryTarget,
+                                                    tmp_path: Path) -> None:
+    v1, v2, v3 = churned_versions(600, 3, churn=0.1, seed=6)
+    with open_store(history) as store:
+        publish(store, v1, make_request(), tmp_path / "r1.csv", refuse_breach=True)
+        before = [(r.seq, r.content_hash) for r in store.releases()]
+        with pytest.raises(CrossReleaseBreachError,
+                           match=r"release 2 of 'census' was refused: .* would breach \d+ "
+                                 r"records \(releases 1 & 2: \d+ records, "):
+            publish(store, v2, make_request(), tmp_path / "r2.csv", refuse_breach=True)
+        assert [(r.seq, r.content_hash) for r in store.releases()] == before
+        assert not (tmp_path / "r2.csv").exists()
+        assert not list(tmp_path.glob(".anonkit-tmp-*"))
+        # what the gate saw is what the audit reports once the release is published anyway
+        publish(store, v2, make_request(), tmp_path / "r2.csv")
+        publish(store, v3, make_request(), tmp_path / "r3.csv")
+        focused = audit(store, "census", focus=2)
+        assert [p.releases for p in focused.pairs] == [(1, 2), (2, 3)]
+        full = audit(store, "census")
+        assert [p for p in full.pairs if 2 in p.releases] == focused.pairs
+
+        # on a clean history, a release that reveals nothing new passes the gate
+        stable = people(np.arange(500))
+        for n in (1, 2):
+            info = publish(store, stable.sample(frac=1.0, random_state=n),
+                           make_request(dataset="stable"), tmp_path / f"s{n}.csv",
+                           refuse_breach=True)
+            assert info.seq == n
 
 
 # -- output ----------------------------------------------------------------------------------

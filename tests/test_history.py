@@ -14,6 +14,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -28,6 +29,7 @@ from anonkit.errors import ConcurrentPublishError, HistoryError, InputError
 from anonkit.releases.publish import (
     PUBLISH_HOOKS,
     PublishContext,
+    prepare_release,
     publish,
     register_method,
     registered_methods,
@@ -413,8 +415,8 @@ def test_two_concurrent_publishers_one_wins_the_other_is_refused(
         publish(store, v1, make_request(), tmp_path / "first.csv")
         state = history_state(store)
     go = tmp_path / "go"
-    # both compute release 2, wait at the start line, then commit at once; the first to
-    # insert holds its transaction open a moment so the other runs into it
+    # both compute release 2 and write their file, wait at the start line, then commit at
+    # once: whichever comes second must lose, by the in-transaction check or the unique key
     a, reached_a = _child(history, tmp_path, "a", v2, tmp_path / "a.csv", stage="written",
                           go=go)
     b, reached_b = _child(history, tmp_path, "b", v2.sample(frac=1.0, random_state=1),
@@ -436,6 +438,44 @@ def test_two_concurrent_publishers_one_wins_the_other_is_refused(
         assert [r.seq for r in store.releases("census")] == [1, 2]
         assert store.release("census", 2).output_path == str(tmp_path / f"{winner_name}.csv")
     assert len(after) == len(state) + 1
+
+
+def test_the_unique_key_refuses_a_release_committed_meanwhile(history: HistoryTarget,
+                                                               tmp_path: Path) -> None:
+    """Writer A inserts release 1 and holds its transaction open; writer B starts its own
+    (on PostgreSQL it sees no release yet and its insert waits on A's row; on SQLite it
+    waits for A's write lock); A commits; B must fail, and write nothing."""
+    df = people(np.arange(100))
+    req = make_request()
+    with open_store(history) as store:
+        pseudonyms = store.pseudonyms("census", df["pid"])
+        result = sorted_chunks(df, req, _context(df, ("disease",)))
+        first = prepare_release(result, req, 1, pseudonyms, len(df))
+        second = prepare_release(result, req, 1, pseudonyms, len(df))
+        for release, name in ((first, "a"), (second, "b")):
+            release.content_hash, release.output_path = "0" * 64, str(tmp_path / name)
+        inserted, outcome = threading.Event(), {}
+
+        def hold() -> None:
+            inserted.set()
+            time.sleep(1.0)  # B starts meanwhile and runs into A's open transaction
+
+        def writer_b() -> None:
+            inserted.wait(30)
+            try:
+                store.commit_release(second)
+                outcome["b"] = "ok"
+            except ConcurrentPublishError as exc:
+                outcome["b"] = str(exc)
+
+        b = threading.Thread(target=writer_b)
+        b.start()
+        store.commit_release(first, before_commit=hold)
+        b.join(60)
+        assert outcome["b"].startswith("release 1 of dataset 'census' was published by "
+                                       "another process")
+        assert [r.output_path for r in store.releases()] == [str(tmp_path / "a")]
+        assert history_state(store)[-1] == ("records", 100)
 
 
 @pytest.mark.slow

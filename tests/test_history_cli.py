@@ -97,6 +97,15 @@ def test_publish_list_show_audit(history: HistoryTarget, tmp_path: Path) -> None
     assert report.read_text().count("data:image/png;base64,") == 1  # two releases: one pair
     findings = json.loads(run(history, "audit", "--dataset", "census", "--json").output)
     assert findings["breached"] is True and findings["pairs"][0]["releases"] == [1, 2]
+    focused = run(history, "audit", "--dataset", "census", "--release", "9")
+    assert focused.exit_code == 2 and "no release 9" in focused.output
+
+    before = state(history)
+    refused = run(history, *publish_args(write(versions[0], tmp_path / "v3.csv"),
+                                         tmp_path / "r3.csv", "--refuse-breach"))
+    assert refused.exit_code == 3, refused.output
+    assert "release 3 of 'census' was refused" in refused.output
+    assert not (tmp_path / "r3.csv").exists() and state(history) == before
 
 
 def test_audit_exits_zero_without_breach(tmp_path: Path) -> None:
@@ -215,3 +224,18 @@ def test_not_a_history_and_wrong_secret(published: HistoryTarget, tmp_path: Path
     assert result.exit_code == 2 and "no release history" in result.output
     assert not (tmp_path / "o.csv").exists()
     assert state(published) == before
+
+
+def test_the_anonkit_command_runs_the_release_group(tmp_path: Path) -> None:
+    from anonkit.cli import main
+
+    db = str(tmp_path / "h.db")
+    versions = churned_versions(200, 2, churn=0.2, seed=8)
+    for n, df in enumerate(versions):
+        result = CliRunner().invoke(main, ["release", *publish_args(
+            write(df, tmp_path / f"v{n}.csv"), tmp_path / f"r{n}.csv"), "--history", db])
+        assert result.exit_code == 0, result.output
+    assert CliRunner().invoke(main, ["release", "audit", "--dataset", "census",
+                                     "--history", db]).exit_code == 3
+    unknown = CliRunner().invoke(main, ["release", "show", "nope", "1", "--history", db])
+    assert unknown.exit_code == 2 and "unknown dataset 'nope'" in unknown.output

@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from anonkit.errors import HistoryError
 from anonkit.releases.store import HistoryStore, ReleaseInfo, ReleaseView
 
 ADVERSARIES = {
@@ -124,6 +125,13 @@ class Finding:
     records: int
     worst: list[dict[str, object]] = field(default_factory=list)
 
+    def describe(self) -> str:
+        """E.g. ``k-anonymity (linkage adversary: candidates >= 5)``."""
+        attr = f" on {self.attribute!r}" if self.attribute else ""
+        need = ("one candidate value left" if self.model == PINNED
+                else Requirement(self.model, self.measure, self.threshold).describe())
+        return f"{self.model}{attr} ({self.adversary} adversary: {need})"
+
     def to_dict(self) -> dict[str, object]:
         return {"adversary": self.adversary, "model": self.model, "measure": self.measure,
                 "attribute": self.attribute, "threshold": self.threshold,
@@ -141,6 +149,11 @@ class ScopeResult:
     records_breached: int
     findings: list[Finding]
     breached_by: dict[str, int] = field(default_factory=dict)  # adversary -> records
+
+    @property
+    def name(self) -> str:
+        return ("releases " + " & ".join(map(str, self.releases)) if self.kind == "pair"
+                else "all releases")
 
     def count(self, adversary: str | None = None, model: str | None = None) -> int:
         """Breached records of one finding (summing findings would double count)."""
@@ -187,49 +200,68 @@ class AuditReport:
         if len(self.releases) < 2:
             lines.append("  (fewer than two releases: nothing to intersect)")
         for scope in [*self.pairs, *([self.overall] if self.overall else [])]:
-            name = ("releases " + " & ".join(map(str, scope.releases)) if scope.kind == "pair"
-                    else "all releases")
-            lines.append(f"  {name}: {scope.records_compared} records in both/several, "
+            compared = "in both" if scope.kind == "pair" else "in two or more releases"
+            lines.append(f"  {scope.name}: {scope.records_compared} records {compared}, "
                          f"{scope.records_breached} breached")
             for f in scope.findings:
-                attr = f" on {f.attribute!r}" if f.attribute else ""
-                lines.append(f"    {f.records:>8} {f.model}{attr} ({f.adversary} adversary: "
-                             f"{Requirement(f.model, f.measure, f.threshold).describe()})"
-                             if f.model != PINNED else
-                             f"    {f.records:>8} {PINNED}{attr} ({f.adversary} adversary: "
-                             f"one candidate value left)")
+                lines.append(f"    {f.records:>8} {f.describe()}")
         return "\n".join(lines)
 
 
 # -- the audit ---------------------------------------------------------------------------
 
 
+class CrossReleaseBreachError(HistoryError):
+    """A release was refused: together with earlier releases it would breach records."""
+
+    exit_code = 3
+
+
 def audit(store: HistoryStore, dataset: str, *, k: float | None = None,
           l: float | None = None, e: float | None = None,  # noqa: E741
-          worst: int = _N_WORST) -> AuditReport:
-    """Audit every release of ``dataset`` against every other (see the module)."""
+          focus: int | None = None, worst: int = _N_WORST) -> AuditReport:
+    """Audit every release of ``dataset`` against every other (see the module); with
+    ``focus``, only the pairs and intersections that involve release number ``focus``."""
     infos = store.releases(dataset)  # HistoryError for an unknown dataset
+    if focus is not None and focus not in {i.seq for i in infos}:
+        store.release(dataset, focus)  # the error naming the releases there are
     views = [store.load(info, labels=False) for info in infos]
-    return audit_views(views, k=k, l=l, e=e, worst=worst)
+    return audit_views(views, k=k, l=l, e=e, focus=focus, worst=worst)
 
 
 def audit_views(views: Sequence[ReleaseView], *, k: float | None = None,
                 l: float | None = None, e: float | None = None,  # noqa: E741
-                worst: int = _N_WORST) -> AuditReport:
-    """The audit of releases already loaded (in publication order)."""
+                focus: int | None = None, worst: int = _N_WORST) -> AuditReport:
+    """The audit of releases already loaded (in publication order); ``focus`` as in
+    :func:`audit` (used to check a release before it is published)."""
     views = sorted(views, key=lambda v: v.info.seq)
     dataset = views[0].info.dataset if views else ""
+    seqs = [v.info.seq for v in views]
+    focused = seqs.index(focus) if focus is not None else None
     overrides = [Requirement("k-anonymity", "candidates", k) if k is not None else None,
                  Requirement("distinct l-diversity", "distinct", l) if l is not None else None,
                  Requirement("(k,e)-anonymity", "range", e) if e is not None else None]
     given = [r for r in overrides if r is not None]
     state = _State(views, given, worst)
     pairs = [state.scope("pair", (i, j)) for i in range(len(views))
-             for j in range(i + 1, len(views))]
-    overall = state.overall() if len(views) >= 2 else None
+             for j in range(i + 1, len(views)) if focused in (None, i, j)]
+    overall = state.overall(focused) if len(views) >= 2 else None
     requirements = _merge([r for i in range(len(views)) for r in state.requirements(i)])
     return AuditReport(dataset, [v.info.seq for v in views], requirements, pairs, overall,
                        int(state.breached_any.sum()))
+
+
+@dataclass
+class _Measures:
+    """Per target record of a scope: what each adversary is left with. Records sharing
+    every class form a *class tuple*; value intersections are computed once per tuple."""
+
+    candidates_linkage: np.ndarray  # records that shared every class of the target
+    candidates_qi: np.ndarray  # upper bound on people consistent with every multiset
+    distinct: dict[str, np.ndarray]  # values in every class's multiset, per attribute
+    span: dict[str, np.ndarray]  # their numeric range (NaN: none, or not numeric)
+    tuple_classes: np.ndarray  # (n_releases_in_scope, n_tuples): the classes of each tuple
+    tuple_of: np.ndarray  # per target: its class tuple
 
 
 @dataclass
@@ -253,7 +285,7 @@ class _State:
         gids, self.pseudonyms = pd.factorize(all_keys)
         self.n_records = len(self.pseudonyms)
         # class of every record in every release (-1: absent), as one dense matrix
-        self.cls = np.full((len(views), self.n_records), -1, dtype=np.int64)
+        self.cls = np.full((len(views), self.n_records), -1, dtype=np.int32)
         offset = 0
         for i, v in enumerate(views):
             n = len(v.record_keys)
@@ -321,20 +353,22 @@ class _State:
         return ScopeResult(kind, seqs, len(targets), int(breached.sum()), findings,
                            {a: int(mask.sum()) for a, mask in by_adversary.items()})
 
-    def overall(self) -> ScopeResult:
-        """Every record present in two or more releases, over all the releases containing
-        it (the tightest intersection: intersecting more releases only narrows it)."""
-        n = len(self.views)
-        pattern = ((self.cls >= 0) * (1 << np.arange(n))[:, None]).sum(axis=0)
+    def overall(self, focused: int | None = None) -> ScopeResult:
+        """Every record present in two or more releases (with ``focused``: and in that
+        one), over all the releases containing it (the tightest intersection: intersecting
+        more releases only narrows it)."""
+        presence = self.cls >= 0
+        patterns, pattern_of = np.unique(presence.T, axis=0, return_inverse=True)
+        pattern_of = pattern_of.reshape(-1)
         counted = np.zeros(self.n_records, dtype=bool)
         merged: dict[tuple[str, str, str | None], Finding] = {}
         breached_total = 0
         by_adversary = dict.fromkeys(ADVERSARIES, 0)
-        for bits in np.unique(pattern):
-            releases = tuple(i for i in range(n) if bits >> i & 1)
-            if len(releases) < 2:
+        for p, pattern in enumerate(patterns):
+            releases = tuple(int(i) for i in np.flatnonzero(pattern))
+            if len(releases) < 2 or (focused is not None and focused not in releases):
                 continue
-            targets = np.flatnonzero(pattern == bits)
+            targets = np.flatnonzero(pattern_of == p)
             counted[targets] = True
             part = self.scope("all", releases, targets)
             breached_total += part.records_breached
@@ -355,9 +389,9 @@ class _State:
 
     # -- measures ----------------------------------------------------------------------
     def _measures(self, releases: tuple[int, ...], present: np.ndarray,
-                  targets: np.ndarray) -> dict[str, object]:
+                  targets: np.ndarray) -> _Measures:
         members = np.flatnonzero(present)
-        cls = self.cls[np.ix_(list(releases), members)]
+        cls = self.cls[np.ix_(list(releases), members)].astype(np.int64)
         # records sharing every class: one group id per distinct class tuple
         group = np.zeros(len(members), dtype=np.int64)
         for row in cls:
@@ -366,11 +400,12 @@ class _State:
         target_group = group[np.searchsorted(members, targets)]
         candidates_link = np.bincount(group)[target_group]
         # per distinct class tuple among the targets: the value intersection
-        tuples, inverse = np.unique(target_group, return_inverse=True)
-        inverse = inverse.reshape(-1)
+        tuples, tuple_of = np.unique(target_group, return_inverse=True)
+        tuple_of = tuple_of.reshape(-1)
         representative = np.zeros(len(tuples), dtype=np.int64)
-        representative[inverse[::-1]] = np.arange(len(targets))[::-1]
-        tuple_classes = self.cls[np.ix_(list(releases), targets[representative])]
+        representative[tuple_of[::-1]] = np.arange(len(targets))[::-1]
+        tuple_classes = self.cls[np.ix_(list(releases), targets[representative])].astype(
+            np.int64)
         sizes = np.stack([self.views[i].sizes[tuple_classes[j]]
                           for j, i in enumerate(releases)])
         candidates_qi = sizes.min(axis=0).astype(np.float64)
@@ -379,10 +414,9 @@ class _State:
         for attr in self.attributes:
             d, c, s = self._value_intersection(attr, releases, tuple_classes)
             candidates_qi = np.minimum(candidates_qi, c)
-            distinct[attr], span[attr] = d[inverse], s[inverse]
-        return {"candidates_link": candidates_link, "candidates_qi": candidates_qi[inverse],
-                "distinct": distinct, "span": span, "tuple_classes": tuple_classes,
-                "inverse": inverse}
+            distinct[attr], span[attr] = d[tuple_of], s[tuple_of]
+        return _Measures(candidates_link, candidates_qi[tuple_of], distinct, span,
+                         tuple_classes, tuple_of)
 
     def _value_intersection(self, attr: str, releases: tuple[int, ...],
                             tuple_classes: np.ndarray
@@ -425,23 +459,20 @@ class _State:
 
     # -- breaches ----------------------------------------------------------------------
     def _findings(self, requirements: list[Requirement], releases: tuple[int, ...],
-                  targets: np.ndarray, m: dict[str, object]
+                  targets: np.ndarray, m: _Measures
                   ) -> tuple[list[Finding], dict[str, np.ndarray]]:
         """One finding per (adversary, requirement, attribute) that some target breaks,
         and per adversary which targets it breaches at all."""
-        cand_link = np.asarray(m["candidates_link"])
-        cand_qi = np.asarray(m["candidates_qi"])
-        distinct_of: dict[str, np.ndarray] = m["distinct"]  # type: ignore[assignment]
-        span_of: dict[str, np.ndarray] = m["span"]  # type: ignore[assignment]
+        cand_link = m.candidates_linkage
         # (adversary, requirement, attribute, level per target, breached per target)
         checks: list[tuple[str, Requirement, str | None, np.ndarray, np.ndarray]] = []
         pinned = Requirement(PINNED, "distinct", 2.0)
-        for adversary, cand in (("qi", cand_qi), ("linkage", cand_link)):
+        for adversary, cand in (("qi", m.candidates_qi), ("linkage", cand_link)):
             for r in requirements:
                 if r.measure == "candidates":
                     checks.append((adversary, r, None, cand, cand < r.threshold))
             for attr in self.attributes:
-                d, s = distinct_of[attr], span_of[attr]
+                d, s = m.distinct[attr], m.span[attr]
                 if adversary == "linkage":  # candidates' values: a subset of the intersection
                     d = np.minimum(d, cand_link)
                     s = np.where(cand_link == 1, 0.0, s)
@@ -464,33 +495,29 @@ class _State:
         return sorted(findings, key=_finding_order), breached
 
     def _worst(self, releases: tuple[int, ...], targets: np.ndarray, mask: np.ndarray,
-               level: np.ndarray, attr: str | None, m: dict[str, object]
-               ) -> list[dict[str, object]]:
+               level: np.ndarray, attr: str | None, m: _Measures) -> list[dict[str, object]]:
         """The most exposed records of a finding: lowest level first."""
         idx = np.flatnonzero(mask)
         chosen = idx[np.lexsort((idx, np.nan_to_num(level[idx], nan=np.inf)))][:self.worst]
-        inverse = np.asarray(m["inverse"])
-        tuple_classes = np.asarray(m["tuple_classes"])
-        span_of: dict[str, np.ndarray] = m["span"]  # type: ignore[assignment]
+        seqs = [str(self.views[i].info.seq) for i in releases]
         out = []
         for t in chosen:
-            classes = tuple_classes[:, inverse[t]]
-            seqs = [str(self.views[i].info.seq) for i in releases]
+            classes = m.tuple_classes[:, m.tuple_of[t]]
             case: dict[str, object] = {
-                "record": bytes(self.pseudonyms[int(targets[t])]).hex()[:16],
+                "record": bytes(self.pseudonyms[int(targets[t])]).hex(),
                 "level": _number(level[t]),
                 "classes": dict(zip(seqs, map(int, classes), strict=True)),
                 "class_sizes": {s: int(self.views[i].sizes[c])
                                 for s, i, c in zip(seqs, releases, classes, strict=True)},
-                "candidates_linkage": int(np.asarray(m["candidates_link"])[t]),
-                "candidates_qi": _number(np.asarray(m["candidates_qi"])[t]),
+                "candidates_linkage": int(m.candidates_linkage[t]),
+                "candidates_qi": _number(m.candidates_qi[t]),
             }
             for a in self.attributes if attr is None else [attr]:
                 _, value, _ = self._entries(a, releases, classes[:, None])
                 names = self.value_names[a][value]
                 case[f"values[{a}]"] = [_plain(v) for v in names[:_N_VALUES_SHOWN]]
-                if not math.isnan(span_of[a][t]):
-                    case[f"range[{a}]"] = _number(span_of[a][t])
+                if not math.isnan(m.span[a][t]):
+                    case[f"range[{a}]"] = _number(m.span[a][t])
             out.append(case)
         return out
 
@@ -500,7 +527,8 @@ def _finding_order(f: Finding) -> tuple[int, str, str, str]:
 
 
 def _worst_key(case: dict[str, object]) -> tuple[float, str]:
-    return (float(case["level"]), str(case["record"]))  # type: ignore[arg-type]
+    level = case["level"]
+    return (float(level) if isinstance(level, int | float) else math.inf, str(case["record"]))
 
 
 def _number(x: float) -> float | int:

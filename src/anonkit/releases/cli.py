@@ -102,12 +102,15 @@ def _option_value(text: str) -> object:
               help="A method option, e.g. strategy=entropy (repeatable).")
 @click.option("-o", "--output", required=True, type=click.Path(path_type=Path),
               help="Where to write the release (CSV or Parquet by suffix).")
+@click.option("--refuse-breach", is_flag=True,
+              help="Audit the new release against the earlier ones first; if together they "
+                   "breach any record, write nothing and exit 3.")
 @_history_options
 @_errors
 def publish_cmd(input_path: Path, dataset: str, key: str, method: str, qi: str,
                 sensitive: str, identifiers: str, k: int | None, models: tuple[str, ...],
                 hierarchies: tuple[str, ...], options: tuple[str, ...], output: Path,
-                history: str, secret_file: Path | None) -> None:
+                refuse_breach: bool, history: str, secret_file: Path | None) -> None:
     """Anonymize INPUT and publish it as the next release of --dataset."""
     from anonkit.hierarchy import read_arx_hierarchy
     from anonkit.io import check_output_path, read_table
@@ -129,7 +132,7 @@ def publish_cmd(input_path: Path, dataset: str, key: str, method: str, qi: str,
                      for col, path in _pairs(hierarchies, "hierarchy").items()})
     df = read_table(input_path)
     with _open(history, secret_file, create=True) as store:
-        info = publish(store, df, request, output)
+        info = publish(store, df, request, output, refuse_breach=refuse_breach)
     click.echo(f"published release {info.seq} of {info.dataset!r}: {info.n_released_rows} "
                f"rows in {info.n_classes} classes -> {info.output_path} "
                f"(sha256 {info.content_hash[:16]}...)")
@@ -242,6 +245,8 @@ def _median(sizes: object) -> float:
 @click.option("--report", "report_path", type=click.Path(path_type=Path), default=None,
               help="Write an HTML report (breaches per release pair, plotted).")
 @click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
+@click.option("--release", "focus", type=int, default=None,
+              help="Only the intersections involving this release number.")
 @click.option("-k", "k", type=float, default=None,
               help="Candidates needed (default: the releases' k-anonymity k).")
 @click.option("-l", "l_", type=float, default=None,
@@ -250,14 +255,14 @@ def _median(sizes: object) -> float:
               help="Sensitive range needed (default: the releases' (k,e) e).")
 @_history_options
 @_errors
-def audit_cmd(dataset: str, report_path: Path | None, as_json: bool, k: float | None,
-              l_: float | None, e: float | None, history: str,
+def audit_cmd(dataset: str, report_path: Path | None, as_json: bool, focus: int | None,
+              k: float | None, l_: float | None, e: float | None, history: str,
               secret_file: Path | None) -> None:
     """Intersect every release of --dataset with every other; exit 3 on any breach."""
     from anonkit.releases.attacks import audit
 
     with _open(history, secret_file) as store:
-        report = audit(store, dataset, k=k, l=l_, e=e)
+        report = audit(store, dataset, k=k, l=l_, e=e, focus=focus)
     if report_path is not None:
         from anonkit.releases.report import write_html
 

@@ -36,6 +36,7 @@ previous release (m-invariance keeps signatures, incremental (k,e) checks Lemma 
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -168,10 +169,20 @@ register_method("mondrian", _mondrian)
 
 
 def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
-            output: str | os.PathLike[str], fmt: str | None = None,
+            output: str | os.PathLike[str], fmt: str | None = None, *,
+            refuse_breach: bool = False,
             timings: dict[str, float] | None = None) -> ReleaseInfo:
     """Anonymize ``df`` with ``request.method`` and publish it to ``output`` as the next
     release of ``request.dataset``, atomically with its history row (see the module).
+
+    With ``refuse_breach``, the new release is first audited against every earlier one
+    (:func:`anonkit.releases.attacks.audit`, focused on it); if an intersection involving
+    it breaches any record, :class:`CrossReleaseBreachError` (exit code 3) is raised and
+    nothing is written. On a clean history that means "this release would create a
+    breach"; on a history that is already breached, intersections the new release joins
+    count too, so it refuses releases of the exposed records even when they add nothing.
+    Off by default: a one-shot method re-run on a changing table is refused almost always,
+    and auditing what was published is the primary tool.
 
     ``timings``, when given, receives the seconds spent per phase: ``validate``,
     ``pseudonyms``, ``method``, ``summarize``, ``write`` (the file), ``hash`` (of the file),
@@ -205,6 +216,9 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
                            f"class, so the release cannot be recorded")
     release = prepare_release(result, request, seq, pseudonyms, len(df))
     clock.lap("summarize")
+    if refuse_breach and previous is not None:
+        _refuse_breach(store, release)
+        clock.lap("audit")
 
     _remove_orphans(output, store)
     tmp = output.with_name(f"{_TMP_PREFIX}{os.getpid()}-{secrets.token_hex(4)}-{output.name}")
@@ -258,6 +272,23 @@ def prepare_release(result: AnonymizationResult, request: PublishRequest, seq: i
         n_released_rows=len(result.data), class_rows=class_rows, class_values=class_values,
         record_hashes=keys[order].tolist(),
         record_classes=np.asarray(result.class_ids, dtype=np.int64)[order].tolist())
+
+
+def _refuse_breach(store: HistoryStore, release: PreparedRelease) -> None:
+    from anonkit.releases.attacks import CrossReleaseBreachError, audit_views
+
+    earlier = [store.load(info, labels=False) for info in store.releases(release.dataset)]
+    report = audit_views([*earlier, release.view()], focus=release.seq)
+    if not report.breached:
+        return
+    scopes = [*report.pairs, *([report.overall] if report.overall else [])]
+    worst = sorted(((f.records, scope, f) for scope in scopes for f in scope.findings),
+                   key=lambda item: -item[0])[:3]
+    shown = "; ".join(f"{scope.name}: {n} records, {f.describe()}" for n, scope, f in worst)
+    raise CrossReleaseBreachError(
+        f"release {release.seq} of {release.dataset!r} was refused: together with the earlier "
+        f"releases it would breach {report.records_breached} records ({shown}). Nothing was "
+        f"written. Use a method that honours the history, or stronger settings")
 
 
 # -- validation ----------------------------------------------------------------------------
@@ -358,13 +389,18 @@ def _stage(name: str) -> None:
         hook()
 
 
+_TMP_NAME = re.compile(r"\.?\.anonkit-tmp-(\d+)-[0-9a-f]+-(.+)")
+
+
 def _remove_orphans(output: Path, store: HistoryStore) -> None:
-    """Delete temporary files a killed publisher left beside ``output`` -- never one a live
-    process is writing, nor one the history still points to (recovered on open)."""
+    """Delete temporary files a killed publisher left beside ``output`` (ours, and the
+    writer's own ``.<ours>.xxxx.tmp``) -- never one a live process is writing, nor one the
+    history still points to (that one is recovered on open)."""
     pending = {info.pending_path for info in store.pending()}
-    for tmp in output.parent.glob(f"{_TMP_PREFIX}*-{output.name}"):
-        pid = tmp.name[len(_TMP_PREFIX):].split("-", 1)[0]
-        if str(tmp) in pending or not pid.isdigit() or _alive(int(pid)):
+    for tmp in output.parent.glob(f"*{_TMP_PREFIX}*"):
+        match = _TMP_NAME.fullmatch(tmp.name)
+        if (match is None or not match.group(2).startswith(output.name)
+                or str(tmp) in pending or _alive(int(match.group(1)))):
             continue
         with suppress(OSError):
             tmp.unlink()

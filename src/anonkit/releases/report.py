@@ -128,7 +128,8 @@ def _pairs_plot(report: AuditReport) -> bytes:
     ax.set_xlabel("release pair")
     ax.set_ylabel("records")
     ax.set_title("Records breached by intersecting two releases")
-    ax.legend(fontsize=8, frameon=False)
+    ax.set_ylim(0, max(int(compared.max(initial=0)), 1) * 1.3)  # room for the legend
+    ax.legend(fontsize=8, frameon=False, ncol=3, loc="upper center")
     return _png(fig)
 
 

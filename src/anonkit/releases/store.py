@@ -36,7 +36,7 @@ import os
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -213,6 +213,21 @@ class PreparedRelease:
     def n_classes(self) -> int:
         return len(self.class_rows)
 
+    def view(self) -> ReleaseView:
+        """The release as the audit sees it, before it is recorded (to check a candidate
+        against the history)."""
+        from anonkit import __version__
+
+        values = _release_values(self)
+        info = ReleaseInfo(id=-1, **{k: v for k, v in values.items()  # type: ignore[arg-type]
+                                     if k != "anonkit_version"}, anonkit_version=__version__)
+        keys = np.empty(len(self.record_hashes), dtype=object)
+        keys[:] = self.record_hashes
+        return ReleaseView(info, np.array([row[1] for row in self.class_rows], dtype=np.int64),
+                           pd.DataFrame(index=pd.RangeIndex(self.n_classes)),
+                           {cv.attribute: cv for cv in self.class_values}, keys,
+                           np.asarray(self.record_classes, dtype=np.int64))
+
 
 @dataclass(frozen=True)
 class ClassValues:
@@ -258,7 +273,6 @@ class ReleaseView:
     values: dict[str, ClassValues]
     record_keys: np.ndarray  # (n_records,) object: 16-byte pseudonyms
     record_classes: np.ndarray  # (n_records,) int64
-    extra: dict[str, object] = field(default_factory=dict)
 
     @property
     def n_classes(self) -> int:
@@ -534,7 +548,8 @@ class HistoryStore:
                 if before_commit is not None:
                     before_commit()
         except sa.exc.IntegrityError as exc:
-            if "anonkit_releases" in str(exc.orig) or "dataset" in str(exc.orig):
+            # SQLite names the columns (anonkit_releases.dataset), PostgreSQL the constraint
+            if "anonkit_releases" in str(exc.orig):
                 raise _lost_race(release, None) from None
             raise
         except sa.exc.OperationalError as exc:
