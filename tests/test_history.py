@@ -243,7 +243,7 @@ def test_releases_are_numbered_per_dataset(history: HistoryTarget, tmp_path: Pat
     v1, v2 = churned_versions(120, 2, 0.1)
     with open_store(history) as store:
         assert publish(store, v1, make_request(), tmp_path / "a1.csv").seq == 1
-        assert publish(store, v2, make_request(), tmp_path / "a2.csv").seq == 2
+        assert publish(store, v2, make_request(), tmp_path / "a2.csv", allow_breach=True).seq == 2
         assert publish(store, v1, make_request(dataset="other"), tmp_path / "b1.csv").seq == 1
         assert store.datasets() == ["census", "other"]
         assert [r.seq for r in store.releases("census")] == [1, 2]
@@ -327,7 +327,7 @@ def test_an_error_before_commit_leaves_history_and_files_as_they_were(
 
         PUBLISH_HOOKS["inserted"] = fail  # every row inserted, not yet committed
         with pytest.raises(RuntimeError, match="disk on fire"):
-            publish(store, v2, make_request(), out)
+            publish(store, v2, make_request(), out, allow_breach=True)
         assert history_state(store) == state
     assert file_digest(out) == published  # the previous release's file is untouched
     assert sorted(p.name for p in tmp_path.iterdir()
@@ -384,7 +384,7 @@ def test_a_publisher_killed_before_commit_leaves_the_history_as_it_was(
     with open_store(history, create=False) as store:
         assert history_state(store) == state
         # the history works on: the next publish is release 2 and sweeps the dead temp file
-        assert publish(store, v2, make_request(), out).seq == 2
+        assert publish(store, v2, make_request(), out, allow_breach=True).seq == 2
     assert not any(p.exists() for p in leftovers)
     assert out.exists()
 

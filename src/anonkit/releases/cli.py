@@ -102,15 +102,16 @@ def _option_value(text: str) -> object:
               help="A method option, e.g. strategy=entropy (repeatable).")
 @click.option("-o", "--output", required=True, type=click.Path(path_type=Path),
               help="Where to write the release (CSV or Parquet by suffix).")
-@click.option("--refuse-breach", is_flag=True,
-              help="Audit the new release against the earlier ones first; if together they "
-                   "breach any record, write nothing and exit 3.")
+@click.option("--allow-breach", is_flag=True,
+              help="Publish even if the new release, together with earlier ones, breaches "
+                   "a record. By default such a release is refused: nothing is written and "
+                   "the exit code is 3.")
 @_history_options
 @_errors
 def publish_cmd(input_path: Path, dataset: str, key: str, method: str, qi: str,
                 sensitive: str, identifiers: str, k: int | None, models: tuple[str, ...],
                 hierarchies: tuple[str, ...], options: tuple[str, ...], output: Path,
-                refuse_breach: bool, history: str, secret_file: Path | None) -> None:
+                allow_breach: bool, history: str, secret_file: Path | None) -> None:
     """Anonymize INPUT and publish it as the next release of --dataset."""
     from anonkit.hierarchy import read_arx_hierarchy
     from anonkit.io import check_output_path, read_table
@@ -132,7 +133,7 @@ def publish_cmd(input_path: Path, dataset: str, key: str, method: str, qi: str,
                      for col, path in _pairs(hierarchies, "hierarchy").items()})
     df = read_table(input_path)
     with _open(history, secret_file, create=True) as store:
-        info = publish(store, df, request, output, refuse_breach=refuse_breach)
+        info = publish(store, df, request, output, allow_breach=allow_breach)
     click.echo(f"published release {info.seq} of {info.dataset!r}: {info.n_released_rows} "
                f"rows in {info.n_classes} classes -> {info.output_path} "
                f"(sha256 {info.content_hash[:16]}...)")

@@ -170,19 +170,20 @@ register_method("mondrian", _mondrian)
 
 def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
             output: str | os.PathLike[str], fmt: str | None = None, *,
-            refuse_breach: bool = False,
+            allow_breach: bool = False,
             timings: dict[str, float] | None = None) -> ReleaseInfo:
     """Anonymize ``df`` with ``request.method`` and publish it to ``output`` as the next
     release of ``request.dataset``, atomically with its history row (see the module).
 
-    With ``refuse_breach``, the new release is first audited against every earlier one
+    Fail closed: the new release is first audited against every earlier one
     (:func:`anonkit.releases.attacks.audit`, focused on it); if an intersection involving
     it breaches any record, :class:`CrossReleaseBreachError` (exit code 3) is raised and
     nothing is written. On a clean history that means "this release would create a
     breach"; on a history that is already breached, intersections the new release joins
     count too, so it refuses releases of the exposed records even when they add nothing.
-    Off by default: a one-shot method re-run on a changing table is refused almost always,
-    and auditing what was published is the primary tool.
+    A one-shot method (``mondrian``) re-run on a changing table is refused almost always:
+    that is the point. ``allow_breach=True`` records such a release anyway (to study it
+    with the audit, or when the steward accepts the risk); the audit still reports it.
 
     ``timings``, when given, receives the seconds spent per phase: ``validate``,
     ``pseudonyms``, ``method``, ``summarize``, ``write`` (the file), ``hash`` (of the file),
@@ -216,7 +217,7 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
                            f"class, so the release cannot be recorded")
     release = prepare_release(result, request, seq, pseudonyms, len(df))
     clock.lap("summarize")
-    if refuse_breach and previous is not None:
+    if not allow_breach and previous is not None:
         _refuse_breach(store, release)
         clock.lap("audit")
 
