@@ -114,6 +114,26 @@ def test_set() -> None:
     assert loss == pytest.approx([2 / 3, 0.0, 1 / 3])
 
 
+@pytest.mark.parametrize("card", [2, 63, 64, 65, 150, 256, 257, 700])
+def test_set_labels_for_many_values(card: int) -> None:
+    """Sets of one word, several 64-bit words, and beyond the bitmask limit (sorting)."""
+    rng = np.random.default_rng(card)
+    n = 3 * card
+    values = [f"v{i:04d}" for i in rng.permutation(np.arange(n) % card)]
+    col = column(values)
+    assert col.cardinality == card
+    order = rng.permutation(n)
+    cuts = np.sort(rng.choice(np.arange(1, n), size=min(n - 1, card // 2 + 1),
+                              replace=False))
+    starts = np.concatenate([[0], cuts]).astype(np.int64)
+    g = generalize_column(col, order, starts, Form.SET)
+    for c, (s, e) in enumerate(zip(starts, np.append(starts[1:], n), strict=True)):
+        members = sorted({values[i] for i in order[s:e]})
+        expected = members[0] if len(members) == 1 else "{" + ",".join(members) + "}"
+        assert g.labels[c] == expected
+        assert g.loss[c] == pytest.approx((len(members) - 1) / (card - 1))
+
+
 def test_set_counts_each_value_once() -> None:
     col = column(["x", "x", "x", "y"])
     labels, loss = gen(col, "set", 3, 1)

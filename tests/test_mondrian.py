@@ -30,14 +30,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from anonkit.algorithms.mondrian import Mondrian
-from anonkit.checker import check
+from anonkit.algorithms.mondrian import Mondrian, Partitioning
+from anonkit.checker import check, group_rows
 from anonkit.datasets import load_adult, make_census
 from anonkit.errors import InputError, ModelNotMetError
 from anonkit.hierarchy import date_hierarchy, grouping_hierarchy, interval_hierarchy
 from anonkit.hierarchy.base import Hierarchy
 from anonkit.io import read_table
-from anonkit.models import Verdict
+from anonkit.models import SensitiveAttribute, Verdict
 from anonkit.result import AnonymizationResult
 from anonkit.table import Schema, encode
 
@@ -90,6 +90,15 @@ def value_groups(df: pd.DataFrame, result: AnonymizationResult,
     """The input values of ``column`` in each class, as a sorted list of sorted lists."""
     groups = df[column].groupby(result.class_ids).apply(lambda s: sorted(s.tolist()))
     return sorted(groups.tolist())
+
+
+def algorithm_partition(mondrian: Mondrian, df: pd.DataFrame, schema: Schema) -> Partitioning:
+    """The partition ``anonymize`` released, recomputed: the algorithm's own classes,
+    before partitions whose labels coincide merge into one released class."""
+    table = encode(df, schema, allow_missing=mondrian.allow_missing)
+    models = mondrian._resolved_models(
+        [SensitiveAttribute.from_encoded(c) for c in table.sensitive])
+    return mondrian.partition(table, models)
 
 
 def code_boxes(df: pd.DataFrame, schema: Schema,
@@ -259,7 +268,19 @@ def test_random_releases_pass_pycanon_and_ours(case: dict[str, object],
     sizes = np.bincount(result.class_ids)
     assert sizes.min() >= k
     assert sizes.sum() == n and len(sizes) == result.n_classes
-    assert_disjoint_boxes(*code_boxes(df, schema, result.class_ids))
+    assert result.classes["size"].tolist() == sizes.tolist()
+    # result.class_ids are the classes an adversary sees: rows with equal released QIs
+    seen, n_seen, _ = group_rows(result.data, qis)
+    assert n_seen == result.n_classes
+    assert len(set(zip(seen.tolist(), result.class_ids.tolist(), strict=True))) == n_seen
+    # the algorithm's own partition: every part meets the size bound, the parts are
+    # disjoint boxes (strict cuts), and each lies inside one released class
+    part = algorithm_partition(mondrian, df, schema)
+    part_ids = part.class_ids()
+    assert part.sizes.min() >= k
+    assert_disjoint_boxes(*code_boxes(df, schema, part_ids))
+    assert len(set(zip(part_ids.tolist(), result.class_ids.tolist(), strict=True))) == \
+        part.n_classes
 
 
 @SETTINGS
@@ -273,16 +294,35 @@ def test_classic_mondrian_is_maximal(case: dict[str, object], data: st.DataObjec
     assert isinstance(df, pd.DataFrame) and isinstance(schema, Schema)
     k = data.draw(st.integers(1, len(df)), label="k")
     strategy = data.draw(st.sampled_from(STRATEGIES), label="strategy")
-    result = Mondrian(k=k, strategy=strategy).anonymize(df, schema=schema)
-    assert result.passed
+    mondrian = Mondrian(k=k, strategy=strategy)
+    assert mondrian.anonymize(df, schema=schema).passed
+    assert_maximal(df, schema, mondrian, k)
+
+
+def assert_maximal(df: pd.DataFrame, schema: Schema, mondrian: Mondrian, k: int) -> None:
+    """No part of the algorithm's partition has an allowable cut on any QI."""
+    part = algorithm_partition(mondrian, df, schema)
+    ids = part.class_ids()
     table = encode(df, schema)
-    for c in range(result.n_classes):
-        rows = result.class_ids == c
+    for c in range(part.n_classes):
+        rows = ids == c
         for col in table.quasi_identifiers:
             counts = np.bincount(col.codes[rows])
             left = np.cumsum(counts)[:-1]
             right = rows.sum() - left
             assert not ((left >= k) & (right >= k)).any(), (col.name, counts.tolist())
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_classic_mondrian_is_maximal_with_many_categories(strategy: str) -> None:
+    """zip has ~1,200 distinct codes (more than fit a 64-bit value set), education 16."""
+    df = make_census(3000, seed=4).data
+    schema = Schema.from_roles(df, ["zip", "education", "sex", "age"], ["disease"])
+    assert encode(df, schema).column("zip").cardinality > 64
+    mondrian = Mondrian(k=3, strategy=strategy)
+    result = mondrian.anonymize(df, schema=schema)
+    assert_maximal(df, schema, mondrian, 3)
+    assert_release_ok(result, ["zip", "education", "sex", "age"], "disease", 3)
 
 
 def test_every_strategy_and_form_on_a_census_sample() -> None:
@@ -376,6 +416,23 @@ def test_skewed_categorical_with_the_heavy_value_last() -> None:
     assert sorted(result.classes["country"]) == ["US", "{Canada,Mexico}"]
 
 
+def test_hierarchy_column_is_cut_between_subtrees() -> None:
+    """With a hierarchy, the cut nearest the median that does not split a subtree of the
+    partition's common ancestor: {a1,a2 | b1..b4} rather than the median's
+    {a1,a2,b1,b2 | b3,b4,b4,b4}, which would release 'B' for parts of two classes."""
+    h = grouping_hierarchy([{"a1": "A", "a2": "A", "b1": "B", "b2": "B", "b3": "B",
+                             "b4": "B"}])
+    values = ["b4", "a1", "b1", "b4", "a2", "b2", "b3", "b4"]
+    df = pd.DataFrame({"c": values, "s": list("xyxyxyxy")})
+    result = Mondrian(k=2).anonymize(df, ["c"], "s", hierarchies={"c": h})
+    assert result.parameters["forms"] == {"c": "hierarchy"}
+    assert sorted(zip(result.classes["c"], result.classes["size"], strict=True)) == [
+        ("A", 2), ("B", 3), ("b4", 3)]
+    assert value_groups(df, result, "c") == [["a1", "a2"], ["b1", "b2", "b3"],
+                                             ["b4", "b4", "b4"]]
+    assert_release_ok(result, ["c"], "s", 2)
+
+
 def test_l_diversity_is_a_cut_constraint() -> None:
     df = pd.DataFrame({"age": [1, 2, 3, 4, 5, 6, 7, 8], "s": list("aabbaabb")})
     # k alone cuts down to pairs, each holding one sensitive value
@@ -464,6 +521,29 @@ def test_two_sensitive_columns() -> None:
     assert len(result.verdicts) == 3  # k, l on disease, l on salary
     report = check(result.data, ["age", "zip"], ["disease", "salary"], ["k=4", "l=2"])
     assert report.passed
+
+
+def test_partition_with_an_unbound_model_and_two_sensitive_columns() -> None:
+    """BUG (minor, API only): ``Mondrian.partition`` is the public codes-in/classes-out
+    entry point, but given a model that names no attribute on a table with two sensitive
+    columns it fails with a bare ``ValueError`` ("name the sensitive attribute") from
+    ``Classes.attribute`` -- not an :class:`InputError`. ``anonymize`` binds models first
+    (``bind_models``), so the CLI is not affected. Expected: ``partition`` binds the models
+    itself (the model then holds on every sensitive column, as ``check`` does it), or
+    refuses with an InputError naming the columns."""
+    from anonkit.models import DistinctLDiversity, KAnonymity
+
+    ds = make_census(400, seed=2)
+    schema = Schema.from_roles(ds.data, ["age", "zip"], ["disease", "salary"])
+    table = encode(ds.data, schema)
+    try:
+        part = Mondrian(k=4).partition(table, [KAnonymity(4), DistinctLDiversity(2)])
+    except InputError as exc:
+        assert "disease" in str(exc) or "sensitive" in str(exc)
+        return
+    ids = part.class_ids()
+    for name in ("disease", "salary"):
+        assert ds.data[name].groupby(ids).nunique().min() >= 2
 
 
 # -- errors ------------------------------------------------------------------------------
@@ -658,7 +738,22 @@ def test_no_step_is_quadratic_in_distinct_values() -> None:
         elapsed = time.perf_counter() - t0
         assert result.passed
         assert result.n_classes > n // 40
-        assert elapsed < 5.0 * max(1.0, _slowdown()), (strategy, elapsed, result.timings)
+        assert elapsed < QUADRATIC_GUARD_S * _slowdown(), (strategy, elapsed, result.timings)
+
+
+@pytest.mark.slow
+def test_parallel_kernel_release_is_valid_and_deterministic() -> None:
+    """Above 200,000 rows a round's partitions are processed in parallel: the release is
+    still verified by our checker, and the same run gives the same classes."""
+    ds = make_census(260_000, seed=5)
+    qis = list(ds.quasi_identifiers)
+    mondrian = Mondrian(k=10, models=["l=2"])
+    first = mondrian.anonymize(ds.data, qis, "disease", identifiers=["id"])
+    second = mondrian.anonymize(ds.data, qis, "disease", identifiers=["id"])
+    assert first.passed
+    assert check(first.data, qis, "disease", ["k=10", "l=2"]).passed
+    assert np.array_equal(first.class_ids, second.class_ids)
+    assert first.n_classes > 10_000
 
 
 def test_many_distinct_values_income_only() -> None:
@@ -671,12 +766,18 @@ def test_many_distinct_values_income_only() -> None:
     result = Mondrian(k=10).anonymize(df, ["income"], "s")
     elapsed = time.perf_counter() - t0
     assert result.passed and result.n_classes == 16384
-    assert elapsed < 5.0 * max(1.0, _slowdown()), result.timings
+    assert elapsed < QUADRATIC_GUARD_S * _slowdown(), result.timings
+
+
+#: These are complexity guards, not speed targets (those live in benchmarks/): a step
+#: quadratic in 200,000 distinct values takes minutes; linear-ish work takes a second or
+#: two, so the bound is generous enough for a loaded CI machine.
+QUADRATIC_GUARD_S = 30.0
 
 
 def _slowdown() -> float:
-    """Allowance for a loaded CI machine (ANONKIT_TIME_FACTOR, default 1)."""
-    return float(os.environ.get("ANONKIT_TIME_FACTOR", "1"))
+    """Further allowance for a very slow machine (ANONKIT_TIME_FACTOR, default 1)."""
+    return max(1.0, float(os.environ.get("ANONKIT_TIME_FACTOR", "1")))
 
 
 def test_partition_api_on_encoded_codes() -> None:

@@ -224,12 +224,17 @@ class Mondrian:
     # -- the algorithm: codes in, classes out --------------------------------------------
     def partition(self, table: EncodedTable, models: Sequence[PrivacyModel]) -> Partitioning:
         """Partition the encoded table; every class satisfies every model."""
+        from anonkit.checker import bind_models
+
         n, d = table.n_rows, len(table.quasi_identifiers)
-        min_size = max(m.min_class_size() for m in models)
-        if min_size > n:
-            raise InputError(f"k={min_size} is larger than the number of rows ({n}); "
-                             f"choose k <= {n}")
         sensitive = [SensitiveAttribute.from_encoded(c) for c in table.sensitive]
+        models = bind_models(models, sensitive)  # no-op for models bound already
+        sizing = max(models, key=lambda m: m.min_class_size())
+        min_size = sizing.min_class_size()
+        if min_size > n:
+            params = ", ".join(f"{k}={v}" for k, v in sizing.parameters.items())
+            raise InputError(f"{sizing.name} ({params}) needs classes of at least {min_size} "
+                             f"rows, larger than the number of rows ({n}); relax the model")
         heavy = [m for m in models if m.needs_sensitive or type(m) is not KAnonymity]
         whole = Classes(np.zeros(n, dtype=np.int64), 1, sensitive)
         for m in models:
