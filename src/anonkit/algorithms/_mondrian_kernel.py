@@ -34,6 +34,22 @@ def _popcount(x: np.uint64) -> int:
 
 
 @njit(cache=True, nogil=True)
+def _lowest_bit(x: np.uint64) -> int:
+    bit = 0
+    while not (x >> np.uint64(bit)) & np.uint64(1):
+        bit += 1
+    return bit
+
+
+@njit(cache=True, nogil=True)
+def _highest_bit(x: np.uint64) -> int:
+    bit = 63
+    while not (x >> np.uint64(bit)) & np.uint64(1):
+        bit -= 1
+    return bit
+
+
+@njit(cache=True, nogil=True)
 def _histogram(X: np.ndarray, s: int, e: int, j: int, lo: int, hi: int,
                counts: np.ndarray) -> int:
     """Counts of the codes of column ``j`` in rows ``[s, e)`` into ``counts[: hi - lo + 1]``
@@ -126,15 +142,16 @@ def _propose_one(p: int, Xs: np.ndarray, Rs: np.ndarray, side: np.ndarray, mags:
                  tree_height: np.ndarray, excluded: np.ndarray,
                  min_size: int, strategy: int, rng_seed: int, out_dim: np.ndarray,
                  out_cut_le: np.ndarray, out_cut_lt: np.ndarray, out_lo: np.ndarray,
-                 out_hi: np.ndarray, out_bits: np.ndarray) -> None:
+                 out_hi: np.ndarray, out_bits: np.ndarray, score: np.ndarray,
+                 values: np.ndarray, counts: np.ndarray, part_lo: np.ndarray,
+                 part_hi: np.ndarray, part_bits: np.ndarray) -> None:
+    """One partition (see :func:`propose_cuts`). ``score`` .. ``part_bits`` are scratch:
+    ``d``, >= size, >= 2 * size + 1, and 3 * d long."""
     d = Xs.shape[2]
     s = starts[p]
     e = ends[p]
     size = e - s
     X = Xs[side[p]]
-    score = np.empty(d, dtype=np.float64)
-    values = np.empty(size, dtype=np.int64)
-    counts = np.empty(2 * size + 1, dtype=np.int64)
     rng_state = np.uint64(rng_seed) * np.uint64(6364136223846793005) + np.uint64(p)
     for j in range(d):
         score[j] = -1.0
@@ -244,36 +261,36 @@ def _propose_one(p: int, Xs: np.ndarray, Rs: np.ndarray, side: np.ndarray, mags:
     dst_x = Xs[1 - side[p]]
     src_r = Rs[side[p]]
     dst_r = Rs[1 - side[p]]
-    part_lo = np.full(3 * d, 2147483647, dtype=np.int64)
-    part_hi = np.full(3 * d, -1, dtype=np.int64)
-    part_bits = np.zeros(3 * d, dtype=np.uint64)
-    w_lt = s
-    w_eq = s + n_lt
-    w_gt = s + n_lt + n_eq
+    part_lo[:] = 2147483647
+    part_hi[:] = -1
+    part_bits[:] = 0
+    # where the next row of each part goes; the part is computed, not branched on: the
+    # comparison with the median is unpredictable and mispredictions dominate otherwise
+    write_at = np.empty(3, np.int64)
+    write_at[0] = s
+    write_at[1] = s + n_lt
+    write_at[2] = s + n_lt + n_eq
     for i in range(s, e):
         v = X[i, best]
-        if v < m:
-            w = w_lt
-            w_lt += 1
-            base = 0
-        elif v == m:
-            w = w_eq
-            w_eq += 1
-            base = d
-        else:
-            w = w_gt
-            w_gt += 1
-            base = 2 * d
+        part = (v >= m) + (v > m)
+        w = write_at[part]
+        write_at[part] = w + 1
+        base = part * d
         for j in range(d):
             x = X[i, j]
             dst_x[w, j] = x
-            if x < part_lo[base + j]:
-                part_lo[base + j] = x
-            if x > part_hi[base + j]:
-                part_hi[base + j] = x
-            if x < 64:
+            # a small unordered column needs only its set of codes (its range follows)
+            if unordered[j]:
                 part_bits[base + j] |= np.uint64(1) << np.uint64(x)
+            else:
+                part_lo[base + j] = min(part_lo[base + j], x)
+                part_hi[base + j] = max(part_hi[base + j], x)
         dst_r[w] = src_r[i]
+    for part in range(3):
+        for j in range(d):
+            if unordered[j] and part_bits[part * d + j] != 0:
+                part_lo[part * d + j] = _lowest_bit(part_bits[part * d + j])
+                part_hi[part * d + j] = _highest_bit(part_bits[part * d + j])
     for part in range(3):
         for j in range(d):
             out_lo[p, part, j] = part_lo[part * d + j]
@@ -321,11 +338,16 @@ def propose_cuts(
     sides both reach ``min_size`` (dimensions failing that are skipped here, at no cost to
     the caller); move the segment around that median and report both cuts. Partitions are
     disjoint segments, so they are processed in parallel."""
+    d = Xs.shape[2]
     for p in prange(len(starts)):
+        size = ends[p] - starts[p]
         _propose_one(p, Xs, Rs, side, mags, mag_offsets, spans, cardinalities, starts, ends,
                      lo, hi, bits, unordered, tree, tree_nodes, tree_under, tree_off,
                      tree_height, excluded, min_size, strategy, seed, out_dim, out_cut_le,
-                     out_cut_lt, out_lo, out_hi, out_bits)
+                     out_cut_lt, out_lo, out_hi, out_bits, np.empty(d, np.float64),
+                     np.empty(size, np.int64), np.empty(2 * size + 1, np.int64),
+                     np.empty(3 * d, np.int64), np.empty(3 * d, np.int64),
+                     np.empty(3 * d, np.uint64))
 
 
 @njit(cache=True, nogil=True)
@@ -359,12 +381,24 @@ def propose_cuts_serial(
     out_hi: np.ndarray,
     out_bits: np.ndarray,  # (p, 3, d) sets of codes of the three parts
 ) -> None:
-    """Like :func:`propose_cuts`, on one thread (less overhead for small rounds)."""
+    """Like :func:`propose_cuts`, on one thread (less overhead for small rounds), with
+    scratch space allocated once for all partitions."""
+    d = Xs.shape[2]
+    largest = 1
+    for p in range(len(starts)):
+        largest = max(largest, ends[p] - starts[p])
+    score = np.empty(d, np.float64)
+    values = np.empty(largest, np.int64)
+    counts = np.empty(2 * largest + 1, np.int64)
+    part_lo = np.empty(3 * d, np.int64)
+    part_hi = np.empty(3 * d, np.int64)
+    part_bits = np.empty(3 * d, np.uint64)
     for p in range(len(starts)):
         _propose_one(p, Xs, Rs, side, mags, mag_offsets, spans, cardinalities, starts, ends,
                      lo, hi, bits, unordered, tree, tree_nodes, tree_under, tree_off,
                      tree_height, excluded, min_size, strategy, seed, out_dim, out_cut_le,
-                     out_cut_lt, out_lo, out_hi, out_bits)
+                     out_cut_lt, out_lo, out_hi, out_bits, score, values, counts, part_lo,
+                     part_hi, part_bits)
 
 
 @njit(cache=True, nogil=True)
@@ -387,3 +421,147 @@ def segment_ranges(X: np.ndarray, starts: np.ndarray, ends: np.ndarray,
                     hi[p, j] = v
                 if v < 64:
                     bits[p, j] |= np.uint64(1) << np.uint64(v)
+
+
+@njit(cache=True, nogil=True)
+def partition_by_size(
+    Xs: np.ndarray, Rs: np.ndarray, mags: np.ndarray, mag_offsets: np.ndarray,
+    spans: np.ndarray, cardinalities: np.ndarray, lo0: np.ndarray, hi0: np.ndarray,
+    bits0: np.ndarray, unordered: np.ndarray, tree: np.ndarray, tree_nodes: np.ndarray,
+    tree_under: np.ndarray, tree_off: np.ndarray, tree_height: np.ndarray, min_size: int,
+    strategy: int, seed: int, remove_cut_dimension: bool, single_dimensional: bool,
+    parallel_rows: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """The whole of Mondrian when class size is the only constraint (k-anonymity): the
+    same rounds as the Python driver, with no trip back to Python between them. Returns
+    the final segments (starts, ends, which copy holds them) and the number of rounds."""
+    n = Xs.shape[1]
+    d = Xs.shape[2]
+    cap = 2 * (n // max(min_size, 1)) + 2
+    starts = np.zeros(cap, np.int64)
+    ends = np.zeros(cap, np.int64)
+    side = np.zeros(cap, np.int8)
+    excluded = np.zeros(cap, np.int64)
+    lo = np.empty((cap, d), np.int64)
+    hi = np.empty((cap, d), np.int64)
+    bits = np.empty((cap, d), np.uint64)
+    nxt_starts = np.zeros(cap, np.int64)
+    nxt_ends = np.zeros(cap, np.int64)
+    nxt_side = np.zeros(cap, np.int8)
+    nxt_excluded = np.zeros(cap, np.int64)
+    nxt_lo = np.empty((cap, d), np.int64)
+    nxt_hi = np.empty((cap, d), np.int64)
+    nxt_bits = np.empty((cap, d), np.uint64)
+    done_starts = np.zeros(cap, np.int64)
+    done_ends = np.zeros(cap, np.int64)
+    done_side = np.zeros(cap, np.int8)
+    dim = np.empty(cap, np.int64)
+    cut_le = np.empty(cap, np.int64)
+    cut_lt = np.empty(cap, np.int64)
+    part_lo = np.empty((cap, 3, d), np.int64)
+    part_hi = np.empty((cap, 3, d), np.int64)
+    part_bits = np.empty((cap, 3, d), np.uint64)
+    ends[0] = n
+    lo[0] = lo0[0]
+    hi[0] = hi0[0]
+    bits[0] = bits0[0]
+    active = 1
+    n_done = 0
+    rounds = 0
+    while active > 0:
+        # a partition with fewer than 2 * min_size rows has no allowable cut
+        kept = 0
+        rows_active = 0
+        for p in range(active):
+            if ends[p] - starts[p] < 2 * min_size:
+                done_starts[n_done] = starts[p]
+                done_ends[n_done] = ends[p]
+                done_side[n_done] = side[p]
+                n_done += 1
+            else:
+                starts[kept] = starts[p]
+                ends[kept] = ends[p]
+                side[kept] = side[p]
+                excluded[kept] = excluded[p]
+                lo[kept] = lo[p]
+                hi[kept] = hi[p]
+                bits[kept] = bits[p]
+                rows_active += ends[p] - starts[p]
+                kept += 1
+        active = kept
+        if active == 0:
+            break
+        rounds += 1
+        args = (Xs, Rs, side[:active], mags, mag_offsets, spans, cardinalities,
+                starts[:active], ends[:active], lo[:active], hi[:active], bits[:active],
+                unordered, tree, tree_nodes, tree_under, tree_off, tree_height,
+                excluded[:active], min_size, strategy, seed + rounds, dim[:active],
+                cut_le[:active], cut_lt[:active], part_lo[:active], part_hi[:active],
+                part_bits[:active])
+        if active > 1 and rows_active > parallel_rows:
+            propose_cuts(*args)
+        else:
+            propose_cuts_serial(*args)
+        grown = 0
+        for p in range(active):
+            s = starts[p]
+            e = ends[p]
+            if dim[p] < 0:  # no dimension has a cut with both sides large enough
+                done_starts[n_done] = s
+                done_ends[n_done] = e
+                done_side[n_done] = side[p]
+                n_done += 1
+                continue
+            le = cut_le[p]
+            lt = cut_lt[p]
+            ok_le = le - s >= min_size and e - le >= min_size
+            ok_lt = lt - s >= min_size and e - lt >= min_size
+            middle = (s + e) / 2.0
+            use_lt = ok_lt and (not ok_le or abs(lt - middle) < abs(le - middle))
+            cut = lt if use_lt else le
+            child_excluded = excluded[p]
+            if remove_cut_dimension:
+                child_excluded |= np.int64(1) << dim[p]
+            for half in range(2):
+                if single_dimensional:
+                    done_starts[n_done] = s if half == 0 else cut
+                    done_ends[n_done] = cut if half == 0 else e
+                    done_side[n_done] = side[p]
+                    n_done += 1
+                    continue
+                q = grown
+                grown += 1
+                nxt_starts[q] = s if half == 0 else cut
+                nxt_ends[q] = cut if half == 0 else e
+                nxt_side[q] = side[p]
+                nxt_excluded[q] = child_excluded
+                for j in range(d):
+                    # left = (< m) + (== m) for x <= m, (< m) for x < m; right the rest
+                    if half == 0:
+                        a_lo = part_lo[p, 0, j]
+                        a_hi = part_hi[p, 0, j]
+                        a_bits = part_bits[p, 0, j]
+                        if not use_lt:
+                            a_lo = min(a_lo, part_lo[p, 1, j])
+                            a_hi = max(a_hi, part_hi[p, 1, j])
+                            a_bits |= part_bits[p, 1, j]
+                    else:
+                        a_lo = part_lo[p, 2, j]
+                        a_hi = part_hi[p, 2, j]
+                        a_bits = part_bits[p, 2, j]
+                        if use_lt:
+                            a_lo = min(a_lo, part_lo[p, 1, j])
+                            a_hi = max(a_hi, part_hi[p, 1, j])
+                            a_bits |= part_bits[p, 1, j]
+                    nxt_lo[q, j] = a_lo
+                    nxt_hi[q, j] = a_hi
+                    nxt_bits[q, j] = a_bits
+        starts, nxt_starts = nxt_starts, starts
+        ends, nxt_ends = nxt_ends, ends
+        side, nxt_side = nxt_side, side
+        excluded, nxt_excluded = nxt_excluded, excluded
+        lo, nxt_lo = nxt_lo, lo
+        hi, nxt_hi = nxt_hi, hi
+        bits, nxt_bits = nxt_bits, bits
+        active = grown
+    return done_starts[:n_done], done_ends[:n_done], done_side[:n_done], rounds

@@ -45,6 +45,9 @@ from anonkit.models.base import Classes, KAnonymity, PrivacyModel, SensitiveAttr
 from anonkit.result import AnonymizationResult
 from anonkit.table import EncodedColumn, EncodedTable, Kind, Schema, encode
 
+#: a round moving more rows than this runs its partitions on all cores
+PARALLEL_ROWS = 4_096
+
 
 @dataclass(frozen=True)
 class Partitioning:
@@ -266,6 +269,13 @@ class Mondrian:
         unordered = np.array([not c.kind.is_ordered and c.hierarchy is None
                               and 2 < c.cardinality <= 64 for c in cols], dtype=bool)
         tree, tree_nodes, tree_under, tree_off, tree_height = _hierarchy_tables(cols)
+        if not heavy:
+            # size is the only constraint: the rounds run inside the compiled kernel
+            fs, fe, fd, rounds = kernel.partition_by_size(
+                Xs, Rs, mags, mag_offsets, spans, cards, lo, hi, bits, unordered, tree,
+                tree_nodes, tree_under, tree_off, tree_height, min_size, strategy, self.seed,
+                self.remove_cut_dimension, self.single_dimensional, PARALLEL_ROWS)
+            return _partitioning(Rs, [fs], [fe], [fd], rounds)
         side = np.zeros(1, dtype=np.int8)  # which copy of Xs holds each partition
         excluded = np.zeros(1, dtype=np.int64)  # dims that may not be cut here (variant)
         tried = np.zeros(1, dtype=np.int64)  # dims whose cut broke a model here
@@ -296,8 +306,8 @@ class Mondrian:
             part_hi = np.empty((p, 3, d), np.int64)
             part_bits = np.empty((p, 3, d), np.uint64)
             # threads pay off only when a round moves many rows
-            propose = kernel.propose_cuts if p > 1 and int((ends - starts).sum()) > 200_000 \
-                else kernel.propose_cuts_serial
+            propose = kernel.propose_cuts if p > 1 and int((ends - starts).sum()) > \
+                PARALLEL_ROWS else kernel.propose_cuts_serial
             propose(Xs, Rs, side, mags, mag_offsets, spans, cards, starts, ends, lo, hi, bits,
                     unordered, tree, tree_nodes, tree_under, tree_off, tree_height,
                     excluded | tried, min_size, strategy, self.seed + rounds, dim, cut_le,
@@ -344,14 +354,7 @@ class Mondrian:
             excluded = np.concatenate([excluded[retry], child_excl, child_excl])
             side = np.concatenate([side[retry], side[grow], side[grow]])
             tried = np.concatenate([tried[retry], np.zeros(2 * int(grow.sum()), np.int64)])
-        final_starts = np.concatenate(done_starts) if done_starts else np.zeros(0, np.int64)
-        final_ends = np.concatenate(done_ends) if done_ends else np.zeros(0, np.int64)
-        final_sides = np.concatenate(done_sides) if done_sides else np.zeros(0, np.int8)
-        order = np.argsort(final_starts, kind="stable")
-        final_starts, final_ends = final_starts[order], final_ends[order]
-        held_in_1 = np.repeat(final_sides[order].astype(bool), final_ends - final_starts)
-        rows = np.where(held_in_1, Rs[1], Rs[0])
-        return Partitioning(rows, final_starts, final_ends, rounds)
+        return _partitioning(Rs, done_starts, done_ends, done_sides, rounds)
 
     @staticmethod
     def _allowable(starts: np.ndarray, cuts: np.ndarray, ends: np.ndarray, min_size: int,
@@ -377,6 +380,19 @@ class Mondrian:
             good &= m.holds(halves)
         ok[idx] = good[0::2] & good[1::2]
         return ok
+
+
+def _partitioning(Rs: np.ndarray, starts: list[np.ndarray], ends: list[np.ndarray],
+                  sides: list[np.ndarray], rounds: int) -> Partitioning:
+    """Final segments, in row-position order, with the original rows they hold."""
+    final_starts = np.concatenate(starts) if starts else np.zeros(0, np.int64)
+    final_ends = np.concatenate(ends) if ends else np.zeros(0, np.int64)
+    final_sides = np.concatenate(sides) if sides else np.zeros(0, np.int8)
+    order = np.argsort(final_starts, kind="stable")
+    final_starts, final_ends = final_starts[order], final_ends[order]
+    held_in_1 = np.repeat(final_sides[order].astype(bool), final_ends - final_starts)
+    rows = np.where(held_in_1, Rs[1], Rs[0])
+    return Partitioning(rows, final_starts, final_ends, rounds)
 
 
 def _hierarchy_tables(cols: Sequence[EncodedColumn]) -> tuple[np.ndarray, ...]:
