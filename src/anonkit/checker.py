@@ -253,13 +253,18 @@ def group_rows(df: pd.DataFrame, columns: Sequence[str]) -> tuple[np.ndarray, in
     n_rows = len(df)
     ids = np.zeros(n_rows, dtype=np.int64)
     n_classes = 1 if n_rows else 0
+    span = 1  # ids are < span
     for name in columns:
         codes, uniques = pd.factorize(df[name], use_na_sentinel=False)
-        # ids < n_rows and codes < n_rows: the product stays far below 2**63
-        combined = ids * max(len(uniques), 1) + codes
-        ids, distinct = pd.factorize(combined)
-        ids = ids.astype(np.int64, copy=False)
-        n_classes = len(distinct)
+        width = max(len(uniques), 1)
+        if span * width >= 2**62:  # compact the ids before the mixed key could overflow
+            ids, distinct = pd.factorize(ids)
+            span = len(distinct)
+        ids = ids * width + codes
+        span *= width
+    ids, distinct = pd.factorize(ids)  # first-appearance numbering, as documented
+    ids = ids.astype(np.int64, copy=False)
+    n_classes = len(distinct) if n_rows else 0
     # in first-appearance order a row opens a class exactly when its id exceeds all before
     running = np.maximum.accumulate(ids) if n_rows else ids
     first_row = np.flatnonzero(np.diff(running, prepend=-1) > 0)

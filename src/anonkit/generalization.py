@@ -161,7 +161,11 @@ def _sets(column: EncodedColumn, grouped: np.ndarray,
     word_of = grouped >> 6
     for w in range(words):
         masks[:, w] = np.bitwise_or.reduceat(np.where(word_of == w, bit, np.uint64(0)), starts)
-    distinct_masks, set_of_class = np.unique(masks, axis=0, return_inverse=True)
+    if words == 1:  # a 1-D unique is ~30x faster than a row-wise one
+        distinct_words, set_of_class = np.unique(masks[:, 0], return_inverse=True)
+        distinct_masks = distinct_words[:, None]
+    else:
+        distinct_masks, set_of_class = np.unique(masks, axis=0, return_inverse=True)
     set_of_class = set_of_class.reshape(-1)
     set_labels = np.empty(len(distinct_masks), dtype=object)
     set_sizes = np.empty(len(distinct_masks), dtype=np.int64)
@@ -186,10 +190,12 @@ def _sets_by_sorting(column: EncodedColumn, grouped: np.ndarray,
     key_code = keys % card
     distinct = np.bincount(key_class, minlength=n_classes)
     loss = (distinct - 1) / (card - 1) if card > 1 else np.zeros(n_classes)
-    bounds = np.cumsum(distinct)[:-1]
-    members = np.split(_value_text(column, key_code), bounds)
-    labels = np.empty(n_classes, dtype=object)
-    labels[:] = [m[0] if len(m) == 1 else "{" + ",".join(m) + "}" for m in members]
+    # "a," + "b," + ... per class by one reduceat over the members (no per-class Python)
+    first_member = np.concatenate([[0], np.cumsum(distinct)[:-1]])
+    text = _value_text(column, key_code)
+    joined = np.add.reduceat(text + ",", first_member)
+    inner = np.array([members[:-1] for members in joined], dtype=object)  # the last ","
+    labels = np.where(distinct == 1, text[first_member], "{" + inner + "}")
     return labels, loss
 
 
@@ -284,7 +290,11 @@ def _value_text(column: EncodedColumn, codes: np.ndarray | None = None) -> np.nd
     """Released text of the values at ``codes`` (default: every code): integers without
     '.0', dates as ISO days, the missing code as ``missing``. Vectorised: a numeric column
     may have a million distinct values."""
-    codes = np.arange(column.cardinality) if codes is None else np.asarray(codes)
+    if codes is None:
+        codes = np.arange(column.cardinality)
+    elif len(codes) > column.cardinality:  # format each value once, then look it up
+        return _value_text(column)[codes]
+    codes = np.asarray(codes)
     out = np.full(len(codes), MISSING_LABEL, dtype=object)
     present = codes != column.missing_code if column.missing_code >= 0 else slice(None)
     values = column.values[codes[present]]

@@ -329,7 +329,12 @@ def _to_pandas(table: pa.Table, categorical_text: bool = False) -> pd.DataFrame:
             table = table.set_column(i, field.name, pc.cast(table[i], field.type.value_type))
         elif pa.types.is_decimal(field.type):
             table = table.set_column(i, field.name, pc.cast(table[i], pa.float64()))
-    return table.to_pandas(date_as_object=False, split_blocks=True, self_destruct=True)
+    frame = table.to_pandas(date_as_object=False, split_blocks=True, self_destruct=True)
+    del table
+    # Arrow's allocator keeps the parse buffers for reuse; hand them back, or a million-row
+    # read holds ~0.4 GiB it no longer needs for the rest of the run
+    pa.default_memory_pool().release_unused()
+    return frame
 
 
 # --------------------------------------------------------------------------- writing
