@@ -134,19 +134,16 @@ def _tree_cut(tree_nodes: np.ndarray, off: int, height: int, level: int, codes: 
 
 
 @njit(cache=True, nogil=True)
-def _propose_one(p: int, Xs: np.ndarray, Rs: np.ndarray, side: np.ndarray, mags: np.ndarray,
-                 mag_offsets: np.ndarray, spans: np.ndarray, cardinalities: np.ndarray,
-                 starts: np.ndarray, ends: np.ndarray, lo: np.ndarray, hi: np.ndarray,
-                 bits: np.ndarray, unordered: np.ndarray, tree: np.ndarray,
-                 tree_nodes: np.ndarray, tree_under: np.ndarray, tree_off: np.ndarray,
-                 tree_height: np.ndarray, excluded: np.ndarray,
-                 min_size: int, strategy: int, rng_seed: int, out_dim: np.ndarray,
-                 out_cut_le: np.ndarray, out_cut_lt: np.ndarray, out_lo: np.ndarray,
-                 out_hi: np.ndarray, out_bits: np.ndarray, score: np.ndarray,
-                 values: np.ndarray, counts: np.ndarray, part_lo: np.ndarray,
-                 part_hi: np.ndarray, part_bits: np.ndarray) -> None:
-    """One partition (see :func:`propose_cuts`). ``score`` .. ``part_bits`` are scratch:
+def _propose_one(p: int, Xs: np.ndarray, Rs: np.ndarray, columns: tuple, parts: tuple,
+                 min_size: int, strategy: int, rng_seed: int, proposal: tuple,
+                 score: np.ndarray, values: np.ndarray, counts: np.ndarray,
+                 part_lo: np.ndarray, part_hi: np.ndarray, part_bits: np.ndarray) -> None:
+    """One partition (see :func:`propose`). ``score`` .. ``part_bits`` are scratch:
     ``d``, >= size, >= 2 * size + 1, and 3 * d long."""
+    (mags, mag_offsets, spans, cardinalities, unordered, tree, tree_nodes, tree_under,
+     tree_off, tree_height) = columns
+    starts, ends, side, excluded, tried, lo, hi, bits = parts
+    out_dim, out_cut_le, out_cut_lt, out_lo, out_hi, out_bits = proposal
     d = Xs.shape[2]
     s = starts[p]
     e = ends[p]
@@ -155,7 +152,7 @@ def _propose_one(p: int, Xs: np.ndarray, Rs: np.ndarray, side: np.ndarray, mags:
     rng_state = np.uint64(rng_seed) * np.uint64(6364136223846793005) + np.uint64(p)
     for j in range(d):
         score[j] = -1.0
-        if (excluded[p] >> j) & 1 or lo[p, j] == hi[p, j]:
+        if ((excluded[p] | tried[p]) >> j) & 1 or lo[p, j] == hi[p, j]:
             continue
         if strategy == WIDEST and tree[j]:
             # a column with a hierarchy is as wide as its partition's common ancestor
@@ -303,87 +300,40 @@ def _propose_one(p: int, Xs: np.ndarray, Rs: np.ndarray, side: np.ndarray, mags:
     out_cut_lt[p] = s + n_lt + n_eq if aligned else s + n_lt
 
 
-@njit(cache=True, nogil=True, parallel=True)
-def propose_cuts(
-    Xs: np.ndarray,  # (2, n, d) integer codes: two copies, rows permuted
-    Rs: np.ndarray,  # (2, n) original row index of each position, permuted along with Xs
-    side: np.ndarray,  # (p,) which copy holds each partition; updated when it moves
-    mags: np.ndarray,  # concatenated per-code magnitudes of every column
-    mag_offsets: np.ndarray,  # (d + 1,) start of each column's magnitudes in ``mags``
-    spans: np.ndarray,  # (d,) float64 domain span of each column (0 when constant)
-    cardinalities: np.ndarray,  # (d,) int64
-    starts: np.ndarray,
-    ends: np.ndarray,
-    lo: np.ndarray,  # (p, d) smallest code of each partition and column
-    hi: np.ndarray,  # (p, d) largest code
-    bits: np.ndarray,  # (p, d) uint64 set of codes < 64 present
-    unordered: np.ndarray,  # (d,) bool: scored by values present (categorical, <= 64 codes)
-    tree: np.ndarray,  # (d,) bool: the column has a hierarchy whose subtrees are code runs
-    tree_nodes: np.ndarray,  # node id of each (column, code, level), flattened
-    tree_under: np.ndarray,  # leaves under that node, flattened the same way (float64)
-    tree_off: np.ndarray,  # (d,) offset of each column in tree_nodes / tree_under
-    tree_height: np.ndarray,  # (d,) levels of each column's hierarchy
-    excluded: np.ndarray,  # (p,) int64 bitmask of dimensions not to cut
-    min_size: int,  # a cut whose smaller side is below this is never allowable
-    strategy: int,
-    seed: int,
-    out_dim: np.ndarray,  # (p,) chosen dimension, -1 when no dimension can be cut
-    out_cut_le: np.ndarray,  # (p,) first row of the right side for the cut x <= m
-    out_cut_lt: np.ndarray,  # (p,) first row of the right side for the cut x < m
-    out_lo: np.ndarray,  # (p, 3, d) ranges of the parts < m, == m, > m
-    out_hi: np.ndarray,
-    out_bits: np.ndarray,  # (p, 3, d) sets of codes of the three parts
-) -> None:
-    """For each partition, try dimensions best first until one has a median cut whose
-    sides both reach ``min_size`` (dimensions failing that are skipped here, at no cost to
-    the caller); move the segment around that median and report both cuts. Partitions are
-    disjoint segments, so they are processed in parallel."""
-    d = Xs.shape[2]
-    for p in prange(len(starts)):
-        size = ends[p] - starts[p]
-        _propose_one(p, Xs, Rs, side, mags, mag_offsets, spans, cardinalities, starts, ends,
-                     lo, hi, bits, unordered, tree, tree_nodes, tree_under, tree_off,
-                     tree_height, excluded, min_size, strategy, seed, out_dim, out_cut_le,
-                     out_cut_lt, out_lo, out_hi, out_bits, np.empty(d, np.float64),
-                     np.empty(size, np.int64), np.empty(2 * size + 1, np.int64),
-                     np.empty(3 * d, np.int64), np.empty(3 * d, np.int64),
-                     np.empty(3 * d, np.uint64))
+
+
+# The three tuples the kernel passes around (numba takes tuples of arrays as arguments):
+#   columns  = (mags, mag_offsets, spans, cardinalities, unordered, tree, tree_nodes,
+#               tree_under, tree_off, tree_height): the static description of the QIs;
+#   parts    = (starts, ends, side, excluded, tried, lo, hi, bits): a round's partitions;
+#   proposal = (dim, cut_le, cut_lt, part_lo, part_hi, part_bits): what the round found.
 
 
 @njit(cache=True, nogil=True)
-def propose_cuts_serial(
-    Xs: np.ndarray,  # (2, n, d) integer codes: two copies, rows permuted
-    Rs: np.ndarray,  # (2, n) original row index of each position, permuted along with Xs
-    side: np.ndarray,  # (p,) which copy holds each partition; updated when it moves
-    mags: np.ndarray,  # concatenated per-code magnitudes of every column
-    mag_offsets: np.ndarray,  # (d + 1,) start of each column's magnitudes in ``mags``
-    spans: np.ndarray,  # (d,) float64 domain span of each column (0 when constant)
-    cardinalities: np.ndarray,  # (d,) int64
-    starts: np.ndarray,
-    ends: np.ndarray,
-    lo: np.ndarray,  # (p, d) smallest code of each partition and column
-    hi: np.ndarray,  # (p, d) largest code
-    bits: np.ndarray,  # (p, d) uint64 set of codes < 64 present
-    unordered: np.ndarray,  # (d,) bool: scored by values present (categorical, <= 64 codes)
-    tree: np.ndarray,  # (d,) bool: the column has a hierarchy whose subtrees are code runs
-    tree_nodes: np.ndarray,  # node id of each (column, code, level), flattened
-    tree_under: np.ndarray,  # leaves under that node, flattened the same way (float64)
-    tree_off: np.ndarray,  # (d,) offset of each column in tree_nodes / tree_under
-    tree_height: np.ndarray,  # (d,) levels of each column's hierarchy
-    excluded: np.ndarray,  # (p,) int64 bitmask of dimensions not to cut
-    min_size: int,  # a cut whose smaller side is below this is never allowable
-    strategy: int,
-    seed: int,
-    out_dim: np.ndarray,  # (p,) chosen dimension, -1 when no dimension can be cut
-    out_cut_le: np.ndarray,  # (p,) first row of the right side for the cut x <= m
-    out_cut_lt: np.ndarray,  # (p,) first row of the right side for the cut x < m
-    out_lo: np.ndarray,  # (p, 3, d) ranges of the parts < m, == m, > m
-    out_hi: np.ndarray,
-    out_bits: np.ndarray,  # (p, 3, d) sets of codes of the three parts
-) -> None:
-    """Like :func:`propose_cuts`, on one thread (less overhead for small rounds), with
-    scratch space allocated once for all partitions."""
+def _new_proposal(n_parts: int, d: int) -> tuple:
+    return (np.empty(n_parts, np.int64), np.empty(n_parts, np.int64),
+            np.empty(n_parts, np.int64), np.empty((n_parts, 3, d), np.int64),
+            np.empty((n_parts, 3, d), np.int64), np.empty((n_parts, 3, d), np.uint64))
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _propose_parallel(Xs: np.ndarray, Rs: np.ndarray, columns: tuple, parts: tuple,
+                      min_size: int, strategy: int, seed: int, proposal: tuple) -> None:
     d = Xs.shape[2]
+    starts, ends = parts[0], parts[1]
+    for p in prange(len(starts)):
+        size = ends[p] - starts[p]
+        _propose_one(p, Xs, Rs, columns, parts, min_size, strategy, seed, proposal,
+                     np.empty(d, np.float64), np.empty(size, np.int64),
+                     np.empty(2 * size + 1, np.int64), np.empty(3 * d, np.int64),
+                     np.empty(3 * d, np.int64), np.empty(3 * d, np.uint64))
+
+
+@njit(cache=True, nogil=True)
+def _propose_serial(Xs: np.ndarray, Rs: np.ndarray, columns: tuple, parts: tuple,
+                    min_size: int, strategy: int, seed: int, proposal: tuple) -> None:
+    d = Xs.shape[2]
+    starts, ends = parts[0], parts[1]
     largest = 1
     for p in range(len(starts)):
         largest = max(largest, ends[p] - starts[p])
@@ -394,174 +344,163 @@ def propose_cuts_serial(
     part_hi = np.empty(3 * d, np.int64)
     part_bits = np.empty(3 * d, np.uint64)
     for p in range(len(starts)):
-        _propose_one(p, Xs, Rs, side, mags, mag_offsets, spans, cardinalities, starts, ends,
-                     lo, hi, bits, unordered, tree, tree_nodes, tree_under, tree_off,
-                     tree_height, excluded, min_size, strategy, seed, out_dim, out_cut_le,
-                     out_cut_lt, out_lo, out_hi, out_bits, score, values, counts, part_lo,
-                     part_hi, part_bits)
+        _propose_one(p, Xs, Rs, columns, parts, min_size, strategy, seed, proposal, score,
+                     values, counts, part_lo, part_hi, part_bits)
 
 
 @njit(cache=True, nogil=True)
-def segment_ranges(X: np.ndarray, starts: np.ndarray, ends: np.ndarray,
-                   lo: np.ndarray, hi: np.ndarray, bits: np.ndarray) -> None:
-    """Per segment and column, the smallest and largest code (into ``lo``/``hi``) and the
-    set of codes below 64 present (``bits``)."""
-    d = X.shape[1]
+def propose(Xs: np.ndarray, Rs: np.ndarray, columns: tuple, parts: tuple, min_size: int,
+            strategy: int, seed: int, parallel_rows: int) -> tuple:
+    """For each partition, try dimensions best first (skipping those in ``excluded`` or
+    ``tried``) until one has a median cut whose sides both reach ``min_size``; move the
+    segment around that median and report the dimension (-1: none), both cuts and the
+    ranges of the parts ``< m``, ``== m``, ``> m``. Partitions are disjoint segments, so a
+    round moving more than ``parallel_rows`` rows runs them on all cores."""
+    starts, ends = parts[0], parts[1]
+    proposal = _new_proposal(len(starts), Xs.shape[2])
+    rows = 0
     for p in range(len(starts)):
-        for j in range(d):
-            lo[p, j] = 2147483647
-            hi[p, j] = -1
-            bits[p, j] = 0
-        for i in range(starts[p], ends[p]):
-            for j in range(d):
-                v = X[i, j]
-                if v < lo[p, j]:
-                    lo[p, j] = v
-                if v > hi[p, j]:
-                    hi[p, j] = v
-                if v < 64:
-                    bits[p, j] |= np.uint64(1) << np.uint64(v)
+        rows += ends[p] - starts[p]
+    if len(starts) > 1 and rows > parallel_rows:
+        _propose_parallel(Xs, Rs, columns, parts, min_size, strategy, seed, proposal)
+    else:
+        _propose_serial(Xs, Rs, columns, parts, min_size, strategy, seed, proposal)
+    return proposal
 
 
 @njit(cache=True, nogil=True)
-def partition_by_size(
-    Xs: np.ndarray, Rs: np.ndarray, mags: np.ndarray, mag_offsets: np.ndarray,
-    spans: np.ndarray, cardinalities: np.ndarray, lo0: np.ndarray, hi0: np.ndarray,
-    bits0: np.ndarray, unordered: np.ndarray, tree: np.ndarray, tree_nodes: np.ndarray,
-    tree_under: np.ndarray, tree_off: np.ndarray, tree_height: np.ndarray, min_size: int,
-    strategy: int, seed: int, remove_cut_dimension: bool, single_dimensional: bool,
-    parallel_rows: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """The whole of Mondrian when class size is the only constraint (k-anonymity): the
-    same rounds as the Python driver, with no trip back to Python between them. Returns
-    the final segments (starts, ends, which copy holds them) and the number of rounds."""
-    n = Xs.shape[1]
-    d = Xs.shape[2]
-    cap = 2 * (n // max(min_size, 1)) + 2
-    starts = np.zeros(cap, np.int64)
-    ends = np.zeros(cap, np.int64)
-    side = np.zeros(cap, np.int8)
-    excluded = np.zeros(cap, np.int64)
-    lo = np.empty((cap, d), np.int64)
-    hi = np.empty((cap, d), np.int64)
-    bits = np.empty((cap, d), np.uint64)
-    nxt_starts = np.zeros(cap, np.int64)
-    nxt_ends = np.zeros(cap, np.int64)
-    nxt_side = np.zeros(cap, np.int8)
-    nxt_excluded = np.zeros(cap, np.int64)
-    nxt_lo = np.empty((cap, d), np.int64)
-    nxt_hi = np.empty((cap, d), np.int64)
-    nxt_bits = np.empty((cap, d), np.uint64)
-    done_starts = np.zeros(cap, np.int64)
-    done_ends = np.zeros(cap, np.int64)
-    done_side = np.zeros(cap, np.int8)
-    dim = np.empty(cap, np.int64)
-    cut_le = np.empty(cap, np.int64)
-    cut_lt = np.empty(cap, np.int64)
-    part_lo = np.empty((cap, 3, d), np.int64)
-    part_hi = np.empty((cap, 3, d), np.int64)
-    part_bits = np.empty((cap, 3, d), np.uint64)
-    ends[0] = n
-    lo[0] = lo0[0]
-    hi[0] = hi0[0]
-    bits[0] = bits0[0]
-    active = 1
-    n_done = 0
-    rounds = 0
-    while active > 0:
-        # a partition with fewer than 2 * min_size rows has no allowable cut
-        kept = 0
-        rows_active = 0
-        for p in range(active):
-            if ends[p] - starts[p] < 2 * min_size:
-                done_starts[n_done] = starts[p]
-                done_ends[n_done] = ends[p]
-                done_side[n_done] = side[p]
-                n_done += 1
+def first_round(X: np.ndarray) -> tuple:
+    """The partitions of the first round: the whole table, with its ranges."""
+    n, d = X.shape
+    lo = np.full((1, d), 2147483647, np.int64)
+    hi = np.full((1, d), -1, np.int64)
+    bits = np.zeros((1, d), np.uint64)
+    for i in range(n):
+        for j in range(d):
+            v = X[i, j]
+            lo[0, j] = min(lo[0, j], v)
+            hi[0, j] = max(hi[0, j], v)
+            if v < 64:
+                bits[0, j] |= np.uint64(1) << np.uint64(v)
+    return (np.zeros(1, np.int64), np.full(1, n, np.int64), np.zeros(1, np.int8),
+            np.zeros(1, np.int64), np.zeros(1, np.int64), lo, hi, bits)
+
+
+@njit(cache=True, nogil=True)
+def advance(parts: tuple, proposal: tuple, cut: np.ndarray, take_lt: np.ndarray,
+            keep_trying: np.ndarray, min_size: int, remove_cut_dimension: bool,
+            single_dimensional: bool, done: tuple, n_done: int) -> tuple:
+    """The next round's partitions. A partition with a ``cut`` (>= 0; ``take_lt``: the cut
+    is ``x < m``, else ``x <= m``) becomes two children, whose ranges come from the parts
+    of the proposal; one without a cut is tried again on another dimension when
+    ``keep_trying``, else it is final. Children too small to cut again (fewer than
+    2 * ``min_size`` rows) are final at once. Finals go to ``done`` (starts, ends, side)
+    from ``n_done`` on. Returns (next parts, new n_done)."""
+    starts, ends, side, excluded, tried, lo, hi, bits = parts
+    dim, _, _, part_lo, part_hi, part_bits = proposal
+    done_starts, done_ends, done_side = done
+    n_parts, d = lo.shape
+    cap = 2 * n_parts
+    nxt = (np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int8),
+           np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty((cap, d), np.int64),
+           np.empty((cap, d), np.int64), np.empty((cap, d), np.uint64))
+    n_next = 0
+    for p in range(n_parts):
+        s = starts[p]
+        e = ends[p]
+        if cut[p] < 0:
+            if keep_trying[p]:
+                nxt[0][n_next] = s
+                nxt[1][n_next] = e
+                nxt[2][n_next] = side[p]
+                nxt[3][n_next] = excluded[p]
+                nxt[4][n_next] = tried[p] | (np.int64(1) << max(dim[p], 0))
+                nxt[5][n_next] = lo[p]
+                nxt[6][n_next] = hi[p]
+                nxt[7][n_next] = bits[p]
+                n_next += 1
             else:
-                starts[kept] = starts[p]
-                ends[kept] = ends[p]
-                side[kept] = side[p]
-                excluded[kept] = excluded[p]
-                lo[kept] = lo[p]
-                hi[kept] = hi[p]
-                bits[kept] = bits[p]
-                rows_active += ends[p] - starts[p]
-                kept += 1
-        active = kept
-        if active == 0:
-            break
-        rounds += 1
-        args = (Xs, Rs, side[:active], mags, mag_offsets, spans, cardinalities,
-                starts[:active], ends[:active], lo[:active], hi[:active], bits[:active],
-                unordered, tree, tree_nodes, tree_under, tree_off, tree_height,
-                excluded[:active], min_size, strategy, seed + rounds, dim[:active],
-                cut_le[:active], cut_lt[:active], part_lo[:active], part_hi[:active],
-                part_bits[:active])
-        if active > 1 and rows_active > parallel_rows:
-            propose_cuts(*args)
-        else:
-            propose_cuts_serial(*args)
-        grown = 0
-        for p in range(active):
-            s = starts[p]
-            e = ends[p]
-            if dim[p] < 0:  # no dimension has a cut with both sides large enough
                 done_starts[n_done] = s
                 done_ends[n_done] = e
                 done_side[n_done] = side[p]
                 n_done += 1
+            continue
+        child_excluded = excluded[p]
+        if remove_cut_dimension:
+            child_excluded |= np.int64(1) << dim[p]
+        for half in range(2):
+            cs = s if half == 0 else cut[p]
+            ce = cut[p] if half == 0 else e
+            if single_dimensional or ce - cs < 2 * min_size:
+                done_starts[n_done] = cs
+                done_ends[n_done] = ce
+                done_side[n_done] = side[p]
+                n_done += 1
                 continue
-            le = cut_le[p]
-            lt = cut_lt[p]
-            ok_le = le - s >= min_size and e - le >= min_size
-            ok_lt = lt - s >= min_size and e - lt >= min_size
+            q = n_next
+            n_next += 1
+            nxt[0][q] = cs
+            nxt[1][q] = ce
+            nxt[2][q] = side[p]
+            nxt[3][q] = child_excluded
+            nxt[4][q] = 0
+            # left = (< m) and (== m) for x <= m, only (< m) for x < m; right the rest
+            own = 0 if half == 0 else 2
+            for j in range(d):
+                c_lo = part_lo[p, own, j]
+                c_hi = part_hi[p, own, j]
+                c_bits = part_bits[p, own, j]
+                if (half == 0) != take_lt[p]:
+                    c_lo = min(c_lo, part_lo[p, 1, j])
+                    c_hi = max(c_hi, part_hi[p, 1, j])
+                    c_bits |= part_bits[p, 1, j]
+                nxt[5][q, j] = c_lo
+                nxt[6][q, j] = c_hi
+                nxt[7][q, j] = c_bits
+    return (nxt[0][:n_next], nxt[1][:n_next], nxt[2][:n_next], nxt[3][:n_next],
+            nxt[4][:n_next], nxt[5][:n_next], nxt[6][:n_next], nxt[7][:n_next]), n_done
+
+
+@njit(cache=True, nogil=True)
+def new_done(n: int, min_size: int) -> tuple:
+    """Room for the final segments: at most n / min_size of them (and at least one)."""
+    cap = n // max(min_size, 1) + 2
+    return np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int8)
+
+
+@njit(cache=True, nogil=True)
+def partition_by_size(Xs: np.ndarray, Rs: np.ndarray, columns: tuple, min_size: int,
+                      strategy: int, seed: int, remove_cut_dimension: bool,
+                      single_dimensional: bool, parallel_rows: int) -> tuple:
+    """The whole of Mondrian when class size is the only constraint (k-anonymity): the
+    rounds of the Python driver with the size test as the model, and no trip back to
+    Python between rounds. Returns the final (starts, ends, side) and the round count."""
+    parts = first_round(Xs[0])
+    done = new_done(Xs.shape[1], min_size)
+    n_done = 0
+    rounds = 0
+    while len(parts[0]) > 0:
+        rounds += 1
+        starts, ends = parts[0], parts[1]
+        proposal = propose(Xs, Rs, columns, parts, min_size, strategy, seed + rounds,
+                           parallel_rows)
+        dim, cut_le, cut_lt = proposal[0], proposal[1], proposal[2]
+        n_parts = len(starts)
+        cut = np.full(n_parts, -1, np.int64)
+        take_lt = np.zeros(n_parts, np.bool_)
+        for p in range(n_parts):
+            if dim[p] < 0:
+                continue
+            s = starts[p]
+            e = ends[p]
+            ok_le = cut_le[p] - s >= min_size and e - cut_le[p] >= min_size
+            ok_lt = cut_lt[p] - s >= min_size and e - cut_lt[p] >= min_size
             middle = (s + e) / 2.0
-            use_lt = ok_lt and (not ok_le or abs(lt - middle) < abs(le - middle))
-            cut = lt if use_lt else le
-            child_excluded = excluded[p]
-            if remove_cut_dimension:
-                child_excluded |= np.int64(1) << dim[p]
-            for half in range(2):
-                if single_dimensional:
-                    done_starts[n_done] = s if half == 0 else cut
-                    done_ends[n_done] = cut if half == 0 else e
-                    done_side[n_done] = side[p]
-                    n_done += 1
-                    continue
-                q = grown
-                grown += 1
-                nxt_starts[q] = s if half == 0 else cut
-                nxt_ends[q] = cut if half == 0 else e
-                nxt_side[q] = side[p]
-                nxt_excluded[q] = child_excluded
-                for j in range(d):
-                    # left = (< m) + (== m) for x <= m, (< m) for x < m; right the rest
-                    if half == 0:
-                        a_lo = part_lo[p, 0, j]
-                        a_hi = part_hi[p, 0, j]
-                        a_bits = part_bits[p, 0, j]
-                        if not use_lt:
-                            a_lo = min(a_lo, part_lo[p, 1, j])
-                            a_hi = max(a_hi, part_hi[p, 1, j])
-                            a_bits |= part_bits[p, 1, j]
-                    else:
-                        a_lo = part_lo[p, 2, j]
-                        a_hi = part_hi[p, 2, j]
-                        a_bits = part_bits[p, 2, j]
-                        if use_lt:
-                            a_lo = min(a_lo, part_lo[p, 1, j])
-                            a_hi = max(a_hi, part_hi[p, 1, j])
-                            a_bits |= part_bits[p, 1, j]
-                    nxt_lo[q, j] = a_lo
-                    nxt_hi[q, j] = a_hi
-                    nxt_bits[q, j] = a_bits
-        starts, nxt_starts = nxt_starts, starts
-        ends, nxt_ends = nxt_ends, ends
-        side, nxt_side = nxt_side, side
-        excluded, nxt_excluded = nxt_excluded, excluded
-        lo, nxt_lo = nxt_lo, lo
-        hi, nxt_hi = nxt_hi, hi
-        bits, nxt_bits = nxt_bits, bits
-        active = grown
-    return done_starts[:n_done], done_ends[:n_done], done_side[:n_done], rounds
+            take_lt[p] = ok_lt and (not ok_le or
+                                    abs(cut_lt[p] - middle) < abs(cut_le[p] - middle))
+            cut[p] = cut_lt[p] if take_lt[p] else cut_le[p]
+        # the kernel skips every dimension whose cut fails the size test: nothing to retry
+        parts, n_done = advance(parts, proposal, cut, take_lt, np.zeros(n_parts, np.bool_),
+                                min_size, remove_cut_dimension, single_dimensional, done,
+                                n_done)
+    return done[0][:n_done], done[1][:n_done], done[2][:n_done], rounds

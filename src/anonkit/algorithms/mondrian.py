@@ -253,65 +253,25 @@ class Mondrian:
         Xs[0] = table.qi_matrix
         Rs = np.empty((2, n), dtype=np.int64)
         Rs[0] = np.arange(n)
-        mags = np.concatenate([c.magnitudes for c in cols]) if d else np.zeros(0)
-        mag_offsets = np.concatenate([[0], np.cumsum([c.cardinality for c in cols])]).astype(
-            np.int64)
-        spans = np.array([c.domain_span for c in cols], dtype=np.float64)
-        cards = np.array([c.cardinality for c in cols], dtype=np.int64)
-        all_dims = (1 << d) - 1
-
-        starts = np.array([0], dtype=np.int64)
-        ends = np.array([n], dtype=np.int64)
-        lo = np.empty((1, d), np.int64)
-        hi = np.empty((1, d), np.int64)
-        bits = np.empty((1, d), np.uint64)
-        kernel.segment_ranges(Xs[0], starts, ends, lo, hi, bits)
-        unordered = np.array([not c.kind.is_ordered and c.hierarchy is None
-                              and 2 < c.cardinality <= 64 for c in cols], dtype=bool)
-        tree, tree_nodes, tree_under, tree_off, tree_height = _hierarchy_tables(cols)
+        columns = _column_tables(cols)
         if not heavy:
             # size is the only constraint: the rounds run inside the compiled kernel
             fs, fe, fd, rounds = kernel.partition_by_size(
-                Xs, Rs, mags, mag_offsets, spans, cards, lo, hi, bits, unordered, tree,
-                tree_nodes, tree_under, tree_off, tree_height, min_size, strategy, self.seed,
-                self.remove_cut_dimension, self.single_dimensional, PARALLEL_ROWS)
-            return _partitioning(Rs, [fs], [fe], [fd], rounds)
-        side = np.zeros(1, dtype=np.int8)  # which copy of Xs holds each partition
-        excluded = np.zeros(1, dtype=np.int64)  # dims that may not be cut here (variant)
-        tried = np.zeros(1, dtype=np.int64)  # dims whose cut broke a model here
-        done_starts: list[np.ndarray] = []
-        done_ends: list[np.ndarray] = []
-        done_sides: list[np.ndarray] = []
+                Xs, Rs, columns, min_size, strategy, self.seed, self.remove_cut_dimension,
+                self.single_dimensional, PARALLEL_ROWS)
+            return _partitioning(Rs, fs, fe, fd, rounds)
+        # the same rounds, with every candidate half checked against the models at once
+        all_dims = (1 << d) - 1
+        parts = kernel.first_round(Xs[0])
+        done = kernel.new_done(n, min_size)
+        n_done = 0
         rounds = 0
-        while len(starts):
-            # a partition with fewer than 2 * min_size rows has no allowable cut
-            small = ends - starts < 2 * min_size
-            if small.any():
-                done_starts.append(starts[small])
-                done_ends.append(ends[small])
-                done_sides.append(side[small])
-                keep = ~small
-                starts, ends, lo, hi = starts[keep], ends[keep], lo[keep], hi[keep]
-                bits = bits[keep]
-                side = side[keep]
-                excluded, tried = excluded[keep], tried[keep]
-                if not len(starts):
-                    break
+        while len(parts[0]):
             rounds += 1
-            p = len(starts)
-            dim = np.empty(p, np.int64)
-            cut_le = np.empty(p, np.int64)
-            cut_lt = np.empty(p, np.int64)
-            part_lo = np.empty((p, 3, d), np.int64)
-            part_hi = np.empty((p, 3, d), np.int64)
-            part_bits = np.empty((p, 3, d), np.uint64)
-            # threads pay off only when a round moves many rows
-            propose = kernel.propose_cuts if p > 1 and int((ends - starts).sum()) > \
-                PARALLEL_ROWS else kernel.propose_cuts_serial
-            propose(Xs, Rs, side, mags, mag_offsets, spans, cards, starts, ends, lo, hi, bits,
-                    unordered, tree, tree_nodes, tree_under, tree_off, tree_height,
-                    excluded | tried, min_size, strategy, self.seed + rounds, dim, cut_le,
-                    cut_lt, part_lo, part_hi, part_bits)
+            starts, ends, side, excluded, tried = parts[:5]
+            proposal = kernel.propose(Xs, Rs, columns, parts, min_size, strategy,
+                                      self.seed + rounds, PARALLEL_ROWS)
+            dim, cut_le, cut_lt = proposal[:3]
             can = dim >= 0
             ok_le = can & self._allowable(starts, cut_le, ends, min_size, heavy, sensitive,
                                           Rs, side)
@@ -319,42 +279,15 @@ class Mondrian:
                                           Rs, side)
             # of two allowable cuts take the more balanced one
             middle = (starts + ends) / 2
-            lt_better = ok_lt & (~ok_le | (np.abs(cut_lt - middle) < np.abs(cut_le - middle)))
-            cut = np.where(lt_better, cut_lt, np.where(ok_le, cut_le, -1))
-            ok_le = ok_le & ~lt_better
-            split = cut >= 0
-            # a cut that broke a model: try the partition's next dimension, or stop
-            tried = np.where(can & ~split, tried | (1 << np.maximum(dim, 0)), tried)
-            exhausted = ~split & (~can | (((excluded | tried) & all_dims) == all_dims))
-            finished = exhausted | (split if self.single_dimensional else np.zeros(p, bool))
-            if finished.any():
-                fs, fe, fc, fd = starts[finished], ends[finished], cut[finished], side[finished]
-                halves = fc >= 0
-                done_starts += [fs[~halves], fs[halves], fc[halves]]
-                done_ends += [fe[~halves], fc[halves], fe[halves]]
-                done_sides += [fd[~halves], fd[halves], fd[halves]]
-            grow = split & ~finished
-            retry = ~split & ~exhausted
-            # children's ranges from the ranges of the parts < m, == m, > m
-            g_le = ok_le[grow][:, None]
-            plo, phi = part_lo[grow], part_hi[grow]
-            left_lo = np.where(g_le, np.minimum(plo[:, 0], plo[:, 1]), plo[:, 0])
-            left_hi = np.where(g_le, np.maximum(phi[:, 0], phi[:, 1]), phi[:, 0])
-            right_lo = np.where(g_le, plo[:, 2], np.minimum(plo[:, 1], plo[:, 2]))
-            right_hi = np.where(g_le, phi[:, 2], np.maximum(phi[:, 1], phi[:, 2]))
-            pb = part_bits[grow]
-            left_bits = np.where(g_le, pb[:, 0] | pb[:, 1], pb[:, 0])
-            right_bits = np.where(g_le, pb[:, 2], pb[:, 1] | pb[:, 2])
-            child_excl = excluded[grow] | ((1 << dim[grow]) if self.remove_cut_dimension else 0)
-            starts = np.concatenate([starts[retry], starts[grow], cut[grow]])
-            ends = np.concatenate([ends[retry], cut[grow], ends[grow]])
-            lo = np.concatenate([lo[retry], left_lo, right_lo])
-            hi = np.concatenate([hi[retry], left_hi, right_hi])
-            bits = np.concatenate([bits[retry], left_bits, right_bits])
-            excluded = np.concatenate([excluded[retry], child_excl, child_excl])
-            side = np.concatenate([side[retry], side[grow], side[grow]])
-            tried = np.concatenate([tried[retry], np.zeros(2 * int(grow.sum()), np.int64)])
-        return _partitioning(Rs, done_starts, done_ends, done_sides, rounds)
+            take_lt = ok_lt & (~ok_le | (np.abs(cut_lt - middle) < np.abs(cut_le - middle)))
+            cut = np.where(take_lt, cut_lt, np.where(ok_le, cut_le, -1))
+            # a cut that broke a model: try the partition's next dimension, if any is left
+            tried_now = excluded | tried | (1 << np.maximum(dim, 0))
+            keep_trying = can & (cut < 0) & ((tried_now & all_dims) != all_dims)
+            parts, n_done = kernel.advance(parts, proposal, cut, take_lt, keep_trying,
+                                           min_size, self.remove_cut_dimension,
+                                           self.single_dimensional, done, n_done)
+        return _partitioning(Rs, done[0][:n_done], done[1][:n_done], done[2][:n_done], rounds)
 
     @staticmethod
     def _allowable(starts: np.ndarray, cuts: np.ndarray, ends: np.ndarray, min_size: int,
@@ -382,17 +315,27 @@ class Mondrian:
         return ok
 
 
-def _partitioning(Rs: np.ndarray, starts: list[np.ndarray], ends: list[np.ndarray],
-                  sides: list[np.ndarray], rounds: int) -> Partitioning:
+def _partitioning(Rs: np.ndarray, starts: np.ndarray, ends: np.ndarray, sides: np.ndarray,
+                  rounds: int) -> Partitioning:
     """Final segments, in row-position order, with the original rows they hold."""
-    final_starts = np.concatenate(starts) if starts else np.zeros(0, np.int64)
-    final_ends = np.concatenate(ends) if ends else np.zeros(0, np.int64)
-    final_sides = np.concatenate(sides) if sides else np.zeros(0, np.int8)
-    order = np.argsort(final_starts, kind="stable")
-    final_starts, final_ends = final_starts[order], final_ends[order]
-    held_in_1 = np.repeat(final_sides[order].astype(bool), final_ends - final_starts)
+    order = np.argsort(starts, kind="stable")
+    starts, ends = starts[order], ends[order]
+    held_in_1 = np.repeat(sides[order].astype(bool), ends - starts)
     rows = np.where(held_in_1, Rs[1], Rs[0])
-    return Partitioning(rows, final_starts, final_ends, rounds)
+    return Partitioning(rows, starts, ends, rounds)
+
+
+def _column_tables(cols: Sequence[EncodedColumn]) -> tuple[np.ndarray, ...]:
+    """The static description of the QIs the kernel works with (see its ``columns``)."""
+    mags = np.concatenate([c.magnitudes for c in cols]) if cols else np.zeros(0)
+    mag_offsets = np.concatenate([[0], np.cumsum([c.cardinality for c in cols])]).astype(
+        np.int64)
+    spans = np.array([c.domain_span for c in cols], dtype=np.float64)
+    cards = np.array([c.cardinality for c in cols], dtype=np.int64)
+    # a small categorical column is as wide as the values it holds, not its code span
+    unordered = np.array([not c.kind.is_ordered and c.hierarchy is None
+                          and 2 < c.cardinality <= 64 for c in cols], dtype=bool)
+    return (mags, mag_offsets, spans, cards, unordered, *_hierarchy_tables(cols))
 
 
 def _hierarchy_tables(cols: Sequence[EncodedColumn]) -> tuple[np.ndarray, ...]:
