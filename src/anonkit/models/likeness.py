@@ -108,7 +108,7 @@ class BetaLikeness(PrivacyModel):
         return vc.per_class_max(np.maximum((q - p) / p, 0.0))
 
 
-class EnhancedBetaLikeness(PrivacyModel):
+class EnhancedBetaLikeness(BetaLikeness):
     """Enhanced β-likeness (Cao & Karras): ``(q_s - p_s) / p_s <= min(β, -ln p_s)`` for every
     value with ``q_s > p_s``; the ``-ln p`` cap tightens the bound on frequent values so
     that a class can never make a value certain.
@@ -125,21 +125,6 @@ class EnhancedBetaLikeness(PrivacyModel):
     """
 
     name = "enhanced β-likeness"
-    measure = "β"
-    higher_is_better = False
-    monotonic = True
-
-    def __init__(self, beta: float, attribute: str | None = None) -> None:
-        self.beta = real_number("β", beta, 0.0, low_open=True)
-        self.attribute = attribute
-
-    @property
-    def threshold(self) -> float:
-        return self.beta
-
-    @property
-    def parameters(self) -> dict[str, object]:
-        return {"beta": self.beta}
 
     def levels(self, classes: Classes) -> np.ndarray:
         vc, q, p = _shares(classes, self.attribute)
