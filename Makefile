@@ -11,12 +11,16 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 
+# Byte-compile the package once: where PYTHONDONTWRITEBYTECODE is set, an editable
+# install would otherwise recompile every module on every start of the command.
 $(VENV)/.installed-demo: pyproject.toml | $(BIN)/python
 	$(PIP) install --quiet -e .
+	$(BIN)/python -m compileall -q src
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(PIP) install --quiet -e '.[test,bench]'
+	$(BIN)/python -m compileall -q src
 	touch $@ $(VENV)/.installed-demo
 
 demo: $(VENV)/.installed-demo

@@ -172,3 +172,22 @@ def test_output_equal_to_input_is_refused(adult_csv: Path) -> None:
     code, output = run("anonymize", adult_csv, "-o", adult_csv, "--qi", "age", "-k", "2")
     assert_refused(code, output, "overwrite the input")
     assert digest(adult_csv) == before
+
+
+def test_console_entry_keeps_exit_codes_and_output(adult_csv: Path, tmp_path: Path) -> None:
+    """``run`` leaves through os._exit: streams must be flushed and codes kept."""
+    import subprocess
+    import sys
+
+    def entry(*args: object) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "anonkit.cli", *map(str, args)],
+                              capture_output=True, text=True, check=False)
+
+    out = tmp_path / "release.csv"
+    ok = entry("anonymize", adult_csv, "-o", out, "--qi", "age,sex", "-k", "5")
+    assert ok.returncode == 0, ok.stderr
+    assert "release written to" in ok.stdout and out.exists()
+    missing = entry("anonymize", tmp_path / "nope.csv", "-o", out, "--qi", "age", "-k", "2")
+    assert missing.returncode == 2 and missing.stderr.startswith("error: input file not found")
+    usage = entry("anonymize", "--no-such-option")
+    assert usage.returncode == 2 and "No such option" in usage.stderr
