@@ -21,30 +21,12 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-
-from anonkit.datasets import make_census
+from anonkit.datasets import census_versions, make_census
 from anonkit.releases import HistoryStore, PublishRequest, audit, publish
 
 QIS = ["age", "sex", "race", "marital-status", "education", "zip"]
 TARGET_SECONDS = 10.0
 HISTORY_PHASES = ("validate", "pseudonyms", "summarize", "hash", "record", "rename")
-
-
-def churned(n_rows: int, n_versions: int, churn: float, seed: int) -> list[pd.DataFrame]:
-    """Versions of a census; each replaces ``churn`` of the people by new ones."""
-    n_new = round(churn * n_rows)
-    pool = make_census(n_rows + n_new * (n_versions - 1), seed=seed).data
-    rng = np.random.default_rng(seed)
-    current, fresh, out = np.arange(n_rows), n_rows, []
-    for _ in range(n_versions):
-        out.append(pool.iloc[rng.permutation(current)].reset_index(drop=True))
-        leaving = rng.choice(n_rows, n_new, replace=False)
-        current = current.copy()
-        current[leaving] = np.arange(fresh, fresh + n_new)
-        fresh += n_new
-    return out
 
 
 def request(dataset: str) -> PublishRequest:
@@ -88,7 +70,7 @@ def main() -> int:
 
             # 2. five releases of a churning table, audited
             dataset = f"churn-{suffix}"
-            for n, version in enumerate(churned(args.audit_rows, 5, 0.1, seed=2)):
+            for n, version in enumerate(census_versions(args.audit_rows, 5, 0.1, seed=2)):
                 publish(store, version, request(dataset), work / f"churn{n}.parquet",
                     allow_breach=True)
             t0 = time.perf_counter()

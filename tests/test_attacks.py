@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from anonkit.datasets import census_versions
 from anonkit.releases.attacks import (
     PINNED,
     AuditReport,
@@ -277,27 +278,6 @@ def test_audit_matches_brute_force_on_a_churning_table(history: HistoryTarget,
 
 
 # -- acceptance: naive Mondrian on a churning table ----------------------------------------
-
-
-def census_versions(n_rows: int, n_versions: int, churn: float,
-                    seed: int = 0) -> list[pd.DataFrame]:
-    """Versions of a synthetic census: each replaces ``churn`` of the people by people not
-    seen before (drawn from one larger census, so everyone keeps their own values)."""
-    from anonkit.datasets import make_census
-
-    n_new = round(churn * n_rows)
-    pool = make_census(n_rows + n_new * (n_versions - 1), seed=seed).data
-    rng = np.random.default_rng(seed)
-    current = np.arange(n_rows)
-    fresh = n_rows
-    out = []
-    for _ in range(n_versions):
-        out.append(pool.iloc[rng.permutation(current)].reset_index(drop=True))
-        leaving = rng.choice(n_rows, n_new, replace=False)
-        current = current.copy()
-        current[leaving] = np.arange(fresh, fresh + n_new)
-        fresh += n_new
-    return out
 
 
 CENSUS_QIS = ["age", "sex", "race", "marital-status", "education", "zip"]

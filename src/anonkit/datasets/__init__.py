@@ -29,8 +29,8 @@ from anonkit.hierarchy import (
 )
 from anonkit.table import Schema
 
-__all__ = ["ADULT_QUASI_IDENTIFIERS", "CENSUS_QUASI_IDENTIFIERS", "Dataset", "load_adult",
-           "make_census"]
+__all__ = ["ADULT_QUASI_IDENTIFIERS", "CENSUS_QUASI_IDENTIFIERS", "Dataset",
+           "census_versions", "load_adult", "make_census"]
 
 
 @dataclass
@@ -391,3 +391,28 @@ def _fixed_census_hierarchies() -> dict[str, Hierarchy]:
                                      name="birth_date"),
         "disease": grouping_hierarchy([{d: "*" for d in _DISEASES}], name="disease"),
     }
+
+
+def census_versions(n_rows: int, n_versions: int, churn: float,
+                    seed: int = 0) -> list[pd.DataFrame]:
+    """Successive versions of a changing synthetic census, for trying re-publication.
+
+    Each version replaces ``churn`` (a share) of the previous one's people by people not
+    seen before and shuffles the rows, as a new extract would; everyone keeps their own
+    values and ``id`` across versions (all are drawn from one larger census).
+    """
+    if not 0 <= churn <= 1:
+        raise InputError(f"churn is a share of the rows, between 0 and 1; got {churn}")
+    n_new = round(churn * n_rows)
+    pool = make_census(n_rows + n_new * max(n_versions - 1, 0), seed=seed).data
+    rng = np.random.default_rng(seed)
+    current = np.arange(n_rows)
+    fresh = n_rows
+    versions = []
+    for _ in range(n_versions):
+        versions.append(pool.iloc[rng.permutation(current)].reset_index(drop=True))
+        leaving = rng.choice(n_rows, n_new, replace=False)
+        current = current.copy()
+        current[leaving] = np.arange(fresh, fresh + n_new)
+        fresh += n_new
+    return versions
