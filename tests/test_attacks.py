@@ -114,13 +114,25 @@ def test_requirements_come_from_the_recorded_models(history: HistoryTarget,
         info = store.release("census", 1)
     assert [(r.model, r.measure, r.threshold) for r in requirements_of(info)] == [
         ("k-anonymity", "candidates", 2.0)]
+    # the models' own names, so a renamed model cannot silently drop out of the audit
+    from anonkit.models import (
+        DistinctLDiversity,
+        EntropyLDiversity,
+        KEAnonymity,
+        RecursiveCLDiversity,
+        TCloseness,
+    )
+
     fake = info.__class__(**{**info.__dict__, "verdicts": [
-        {"model": "entropy l-diversity", "parameters": {"l": 2.5}},
-        {"model": "(k,e)-anonymity", "parameters": {"k": 3, "e": 2000}},
-        {"model": "t-closeness", "parameters": {"t": 0.2}}]})
+        {"model": DistinctLDiversity.name, "parameters": {"l": 3}},
+        {"model": EntropyLDiversity.name, "parameters": {"l": 2.5}},
+        {"model": RecursiveCLDiversity.name, "parameters": {"c": 4, "l": 3}},
+        {"model": KEAnonymity.name, "parameters": {"k": 3, "e": 2000}},
+        {"model": TCloseness.name, "parameters": {"t": 0.2}}]})
     assert [(r.model, r.measure, r.threshold) for r in requirements_of(fake)] == [
-        ("entropy l-diversity", "distinct", 2.5), ("(k,e)-anonymity", "distinct", 3.0),
-        ("(k,e)-anonymity", "range", 2000.0)]
+        (DistinctLDiversity.name, "distinct", 3.0), (EntropyLDiversity.name, "distinct", 2.5),
+        (RecursiveCLDiversity.name, "distinct", 3.0), (KEAnonymity.name, "distinct", 3.0),
+        (KEAnonymity.name, "range", 2000.0)]
 
 
 def test_republishing_the_same_classes_reveals_nothing_new(tmp_path: Path) -> None:

@@ -396,3 +396,15 @@ def test_ordinal_and_date_sensitive_use_the_ordered_distance() -> None:
     assert report.verdicts[0].measured == pytest.approx(0.125)
     with pytest.raises(InputError, match="'d' is date"):
         check(df, "q", "d", "ke=2,1")
+
+
+def test_missing_values_in_arrow_dictionary_columns_are_values() -> None:
+    """pandas gives -1 for a missing value in an Arrow dictionary column even with
+    use_na_sentinel=False; it must still be a class of its own (k = 1 here, not 2)."""
+    import pyarrow as pa
+
+    df = pd.DataFrame({"b": ["p", "p", "p", "q"], "a": ["x", "x", "y", None]})
+    df["a"] = df["a"].astype(pd.ArrowDtype(pa.dictionary(pa.int32(), pa.string())))
+    report = check(df, ["b", "a"], models=["k=2"])
+    assert not report.passed and report.verdicts[0].measured == 1
+    assert report.n_classes == 3

@@ -389,3 +389,20 @@ def test_forms_match_per_class_definition(
         # every row of the class shows its class's label
         shown = released[rows.index.to_numpy()]
         assert len(set(np.asarray(shown, dtype=object).tolist())) == 1
+
+
+def test_numeric_labels_are_exact() -> None:
+    """Labels must cover the values they stand for: no rounding of bounds (1234567.5 is
+    not "1.23457e+06"), no int64 overflow for huge values, no ambiguous "-" separator."""
+    from anonkit.algorithms.mondrian import Mondrian
+
+    def labels(values: list[float]) -> list[str]:
+        df = pd.DataFrame({"x": values, "s": ["a", "b"] * (len(values) // 2)})
+        return sorted(set(Mondrian(k=2).anonymize(df, ["x"], "s").data["x"].astype(str)))
+
+    assert labels([1234567.5, 1234568.5, 1234569.5, 1234570.5]) == [
+        "[1234567.5-1234568.5]", "[1234569.5-1234570.5]"]
+    assert labels([1e20, 2e20, 3e20, 4e20]) == ["[1e+20-2e+20]", "[3e+20-4e+20]"]
+    assert labels([1e-5, 2e-5, 3e-5, 4e-5]) == ["[1e-05, 2e-05]", "[3e-05, 4e-05]"]
+    assert labels([2**62, 2**62 + 1, 2**62 + 2, 2**62 + 3]) == [
+        f"[{2**62}-{2**62 + 1}]", f"[{2**62 + 2}-{2**62 + 3}]"]

@@ -256,7 +256,10 @@ def group_rows(df: pd.DataFrame, columns: Sequence[str]) -> tuple[np.ndarray, in
     span = 1  # ids are < span
     for name in columns:
         codes, uniques = pd.factorize(df[name], use_na_sentinel=False)
-        width = max(len(uniques), 1)
+        # some extension dtypes (Arrow dictionaries) still give -1 for a missing value:
+        # make it a value of its own, past the others
+        codes = np.where(codes < 0, len(uniques), codes)
+        width = len(uniques) + 1
         if span * width >= 2**62:  # compact the ids before the mixed key could overflow
             ids, distinct = pd.factorize(ids)
             span = len(distinct)

@@ -130,8 +130,10 @@ def _ranges(column: EncodedColumn, grouped: np.ndarray, starts: np.ndarray, lo: 
     labels = _value_text(column, safe_lo)
     many = safe_lo != safe_hi
     if many.any():
-        sep = ", " if column.kind is Kind.DATE or (mags[~np.isnan(mags)] < 0).any() else "-"
         low, high = labels[many].astype(str), _value_text(column, safe_hi[many]).astype(str)
+        # "[20-29]" unless a bound holds a "-" itself (dates, negatives, 1e-05)
+        has_dash = (np.char.find(low, "-") >= 0).any() or (np.char.find(high, "-") >= 0).any()
+        sep = ", " if column.kind is Kind.DATE or has_dash else "-"
         labels[many] = np.char.add(np.char.add(np.char.add("[", low), sep),
                                    np.char.add(high, "]")).astype(object)
     if has_missing.any():
@@ -302,12 +304,18 @@ def _value_text(column: EncodedColumn, codes: np.ndarray | None = None) -> np.nd
         out[present] = pd.to_datetime(pd.Series(values)).dt.strftime("%Y-%m-%d").to_numpy(
             dtype=object)
     elif column.kind is Kind.NUMERIC:
-        f = np.asarray(values, dtype=np.float64)
-        whole = np.isfinite(f) & (f == np.round(f))
-        text = np.empty(len(f), dtype=object)
-        text[whole] = f[whole].astype(np.int64).astype(str)
-        text[~whole] = np.char.mod("%g", f[~whole]) if (~whole).any() else []
-        out[present] = text
+        # exact text: a label must cover the values it stands for, so no rounding
+        raw = np.asarray(values)
+        if raw.dtype.kind in "iu":
+            out[present] = raw.astype(str)
+        else:
+            f = raw.astype(np.float64)
+            # whole numbers print without ".0" where float64 holds them exactly
+            whole = np.isfinite(f) & (f == np.round(f)) & (np.abs(f) < 2.0**53)
+            text = np.empty(len(f), dtype=object)
+            text[whole] = f[whole].astype(np.int64).astype(str)
+            text[~whole] = [repr(float(x)) for x in f[~whole]]  # shortest round-trip
+            out[present] = text
     else:
         out[present] = np.asarray(values).astype(str)
     return out

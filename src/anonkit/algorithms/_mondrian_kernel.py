@@ -348,23 +348,22 @@ def _propose_serial(Xs: np.ndarray, Rs: np.ndarray, columns: tuple, parts: tuple
                      values, counts, part_lo, part_hi, part_bits)
 
 
-@njit(cache=True, nogil=True)
 def propose(Xs: np.ndarray, Rs: np.ndarray, columns: tuple, parts: tuple, min_size: int,
             strategy: int, seed: int, parallel_rows: int) -> tuple:
     """For each partition, try dimensions best first (skipping those in ``excluded`` or
     ``tried``) until one has a median cut whose sides both reach ``min_size``; move the
     segment around that median and report the dimension (-1: none), both cuts and the
     ranges of the parts ``< m``, ``== m``, ``> m``. Partitions are disjoint segments, so a
-    round moving more than ``parallel_rows`` rows runs them on all cores."""
+    round moving more than ``parallel_rows`` rows runs them on all cores.
+
+    A plain Python function on purpose: a cached jitted function that calls a
+    ``parallel=True`` one crashes when numba loads it from its cache in a new process, so
+    the parallel kernel is only ever called from Python."""
     starts, ends = parts[0], parts[1]
     proposal = _new_proposal(len(starts), Xs.shape[2])
-    rows = 0
-    for p in range(len(starts)):
-        rows += ends[p] - starts[p]
-    if len(starts) > 1 and rows > parallel_rows:
-        _propose_parallel(Xs, Rs, columns, parts, min_size, strategy, seed, proposal)
-    else:
-        _propose_serial(Xs, Rs, columns, parts, min_size, strategy, seed, proposal)
+    kernel = _propose_parallel if len(starts) > 1 and int((ends - starts).sum()) > \
+        parallel_rows else _propose_serial
+    kernel(Xs, Rs, columns, parts, min_size, strategy, seed, proposal)
     return proposal
 
 
@@ -466,41 +465,3 @@ def new_done(n: int, min_size: int) -> tuple:
     """Room for the final segments: at most n / min_size of them (and at least one)."""
     cap = n // max(min_size, 1) + 2
     return np.empty(cap, np.int64), np.empty(cap, np.int64), np.empty(cap, np.int8)
-
-
-@njit(cache=True, nogil=True)
-def partition_by_size(Xs: np.ndarray, Rs: np.ndarray, columns: tuple, min_size: int,
-                      strategy: int, seed: int, remove_cut_dimension: bool,
-                      single_dimensional: bool, parallel_rows: int) -> tuple:
-    """The whole of Mondrian when class size is the only constraint (k-anonymity): the
-    rounds of the Python driver with the size test as the model, and no trip back to
-    Python between rounds. Returns the final (starts, ends, side) and the round count."""
-    parts = first_round(Xs[0])
-    done = new_done(Xs.shape[1], min_size)
-    n_done = 0
-    rounds = 0
-    while len(parts[0]) > 0:
-        rounds += 1
-        starts, ends = parts[0], parts[1]
-        proposal = propose(Xs, Rs, columns, parts, min_size, strategy, seed + rounds,
-                           parallel_rows)
-        dim, cut_le, cut_lt = proposal[0], proposal[1], proposal[2]
-        n_parts = len(starts)
-        cut = np.full(n_parts, -1, np.int64)
-        take_lt = np.zeros(n_parts, np.bool_)
-        for p in range(n_parts):
-            if dim[p] < 0:
-                continue
-            s = starts[p]
-            e = ends[p]
-            ok_le = cut_le[p] - s >= min_size and e - cut_le[p] >= min_size
-            ok_lt = cut_lt[p] - s >= min_size and e - cut_lt[p] >= min_size
-            middle = (s + e) / 2.0
-            take_lt[p] = ok_lt and (not ok_le or
-                                    abs(cut_lt[p] - middle) < abs(cut_le[p] - middle))
-            cut[p] = cut_lt[p] if take_lt[p] else cut_le[p]
-        # the kernel skips every dimension whose cut fails the size test: nothing to retry
-        parts, n_done = advance(parts, proposal, cut, take_lt, np.zeros(n_parts, np.bool_),
-                                min_size, remove_cut_dimension, single_dimensional, done,
-                                n_done)
-    return done[0][:n_done], done[1][:n_done], done[2][:n_done], rounds

@@ -254,13 +254,6 @@ class Mondrian:
         Rs = np.empty((2, n), dtype=np.int64)
         Rs[0] = np.arange(n)
         columns = _column_tables(cols)
-        if not heavy:
-            # size is the only constraint: the rounds run inside the compiled kernel
-            fs, fe, fd, rounds = kernel.partition_by_size(
-                Xs, Rs, columns, min_size, strategy, self.seed, self.remove_cut_dimension,
-                self.single_dimensional, PARALLEL_ROWS)
-            return _partitioning(Rs, fs, fe, fd, rounds)
-        # the same rounds, with every candidate half checked against the models at once
         all_dims = (1 << d) - 1
         parts = kernel.first_round(Xs[0])
         done = kernel.new_done(n, min_size)

@@ -90,7 +90,9 @@ def requirements_of(info: ReleaseInfo) -> list[Requirement]:
         assert isinstance(params, dict)
         if name == "k-anonymity" and "k" in params:
             out.append(Requirement(name, "candidates", float(params["k"])))
-        elif "l-diversity" in name and "l" in params:
+        elif "diversity" in name and "l" in params:
+            # every l-diversity variant (distinct, entropy, recursive (c,l)) implies at
+            # least l distinct sensitive values per class
             out.append(Requirement(name, "distinct", float(params["l"])))
         elif name == "(k,e)-anonymity":
             if "k" in params:
