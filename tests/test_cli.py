@@ -191,3 +191,20 @@ def test_console_entry_keeps_exit_codes_and_output(adult_csv: Path, tmp_path: Pa
     assert missing.returncode == 2 and missing.stderr.startswith("error: input file not found")
     usage = entry("anonymize", "--no-such-option")
     assert usage.returncode == 2 and "No such option" in usage.stderr
+
+
+def test_a_report_that_cannot_be_written_leaves_no_release(adult_csv: Path,
+                                                          tmp_path: Path) -> None:
+    out = tmp_path / "release.csv"
+    code, output = run("anonymize", adult_csv, "-o", out, "--qi", "age,sex", "-k", "5",
+                       "--report", tmp_path / "no-such-folder" / "r.html")
+    assert_refused(code, output, "no-such-folder", out=out)
+    code, output = run("anonymize", adult_csv, "-o", out, "--qi", "age,sex", "-k", "5",
+                       "--report", out)
+    assert_refused(code, output, "same file", out=out)
+    report = tmp_path / "r.html"
+    code, output = run("anonymize", adult_csv, "-o", out, "--qi", "age,sex", "-k", "5",
+                       "--report", report)
+    assert code == 0, output
+    assert out.exists() and report.exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]

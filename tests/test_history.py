@@ -487,3 +487,14 @@ def test_a_large_release_is_stored_completely(history: HistoryTarget, tmp_path: 
     assert len(view.record_keys) == 250_000 == len(set(view.record_keys.tolist()))
     assert view.sizes.sum() == 250_000 and info.n_classes == 50_000
     assert info.content_hash == sha256_file(tmp_path / "big.parquet")
+
+
+def test_keys_equal_as_the_history_sees_them_are_duplicates(tmp_path: Path) -> None:
+    """"a" and "a " (and 7 and "7") get one pseudonym, so they are one record: an input
+    error naming both spellings and rows, not a database crash."""
+    df = people(np.arange(40)).astype({"pid": object})
+    df.loc[1, "pid"] = f"{df.loc[0, 'pid']} "
+    with HistoryStore.open(tmp_path / "h.db", create=True) as store, \
+            pytest.raises(InputError, match=r"duplicate values: .* in rows 0, 1"):
+        publish(store, df, make_request(), tmp_path / "r.csv")
+    assert not (tmp_path / "r.csv").exists()

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import click
 
 from anonkit.errors import AnonkitError, InputError
-from anonkit.table import as_list
+from anonkit.table import Role, as_list
 
 CONFIG_KEYS = {
     "input", "output", "quasi_identifiers", "sensitive", "identifiers", "k", "l", "t",
@@ -181,6 +181,11 @@ def anonymize(input_path: str | None, output: str | None, config_path: Path | No
             click.echo(json.dumps(outcome, indent=2, default=str))
         else:
             click.echo(outcome["summary"])
+            if outcome["released_unchanged"]:
+                # a column nobody named is released as it is: say so, every time
+                click.echo(f"released unchanged (insensitive): "
+                           f"{', '.join(outcome['released_unchanged'])} -- name direct "
+                           f"identifiers with --id to drop them")
             click.echo(f"release written to {outcome['output']}")
             if outcome.get("report"):
                 click.echo(f"report written to {outcome['report']}")
@@ -204,15 +209,24 @@ def run_anonymize(job: dict[str, Any], progress: bool = True) -> dict[str, Any]:
         raise InputError("no quasi-identifiers given: pass --qi a,b,c or set "
                          "quasi_identifiers in the config")
     check_output_path(job["input"], job["output"])
-    if job.get("report"):
-        check_output_path(job["input"], job["report"])
+    report = Path(job["report"]) if job.get("report") else None
+    if report is not None:
+        check_output_path(job["input"], report)
+        if report.resolve() == Path(job["output"]).resolve():
+            raise InputError(f"the report and the release are the same file ({report}); "
+                             f"give them different names")
+        for path in (report, Path(job["output"])):
+            if not path.resolve().parent.is_dir():
+                raise InputError(f"output folder {path.resolve().parent} does not exist; "
+                                 f"create it first")
     model_texts = list(job.get("models", []))
     if job.get("l") is not None:
         model_texts.append(f"l={job['l']:g}")
     if job.get("t") is not None:
         model_texts.append(f"t={job['t']:g}")
-    phases = ["reading", "anonymizing", "writing"] + (["report"] if job.get("report") else [])
+    phases = ["reading", "anonymizing", "writing"] + (["report"] if report else [])
     bar = Progress(phases, enabled=progress)
+    pending_report: Path | None = None
     try:
         with bar.phase("reading"):
             df = read_table(job["input"], sep=job.get("separator"), categorical_text=True)
@@ -230,17 +244,25 @@ def run_anonymize(job: dict[str, Any], progress: bool = True) -> dict[str, Any]:
                 df, qis, sensitive=as_list(job.get("sensitive")) or None,
                 identifiers=as_list(job.get("identifiers")), hierarchies=hierarchies,
                 kinds=job.get("kinds") or None)
-        with bar.phase("writing"):
-            t0 = time.perf_counter()
-            result.write(job["output"])  # refused (ModelNotMetError) unless every model holds
-            result.timings["write"] = time.perf_counter() - t0
-        if job.get("report"):
+        result.require_passed()  # refused (ModelNotMetError) unless every model holds
+        # both files or neither: the report goes to a temp name first, is renamed last
+        if report is not None:
             with bar.phase("report"):
                 from anonkit.report import render_report
 
-                render_report(result, df, job["report"])
+                pending_report = report.with_name(f".{report.name}.{os.getpid()}.pending")
+                render_report(result, df, pending_report)
+        with bar.phase("writing"):
+            t0 = time.perf_counter()
+            result.write(job["output"])
+            result.timings["write"] = time.perf_counter() - t0
+        if pending_report is not None and report is not None:
+            os.replace(pending_report, report)
+            pending_report = None
     finally:
         bar.close()
+        if pending_report is not None:
+            pending_report.unlink(missing_ok=True)
     return {
         "output": job["output"],
         "report": job.get("report"),
@@ -249,6 +271,7 @@ def run_anonymize(job: dict[str, Any], progress: bool = True) -> dict[str, Any]:
         "metrics": result.metrics,
         "timings": result.timings,
         "summary": result.summary(),
+        "released_unchanged": result.schema.names(Role.INSENSITIVE),
     }
 
 

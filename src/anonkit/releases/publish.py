@@ -50,7 +50,7 @@ import pandas as pd
 
 from anonkit.errors import HistoryError, InputError
 from anonkit.hierarchy.base import Hierarchy
-from anonkit.releases.secret import PSEUDONYM_BYTES
+from anonkit.releases.secret import PSEUDONYM_BYTES, canonical_keys
 from anonkit.releases.store import (
     HistoryStore,
     PreparedRelease,
@@ -309,11 +309,14 @@ def check_key_column(df: pd.DataFrame, key: str) -> None:
         rows = np.flatnonzero(blank)
         raise InputError(f"key column {key!r} has {len(rows)} missing values, in rows "
                          f"{_rows(rows)}; every record needs a key")
-    dup = column.duplicated(keep=False).to_numpy()
+    # duplicates as the history sees keys: "a" and "a ", 7 and "7" are one record
+    canonical = pd.Series(canonical_keys(column), index=column.index)
+    dup = canonical.duplicated(keep=False).to_numpy()
     if dup.any():
-        groups = pd.Series(np.flatnonzero(dup)).groupby(column[dup].to_numpy(), sort=False)
-        shown = [f"{value!r} in rows {_rows(rows.to_numpy())}"
-                 for value, rows in list(groups)[:_MAX_ROWS_NAMED]]
+        groups = pd.Series(np.flatnonzero(dup)).groupby(canonical[dup].to_numpy(), sort=False)
+        shown = [f"{' / '.join(map(repr, dict.fromkeys(column.iloc[rows.to_numpy()])))} in "
+                 f"rows {_rows(rows.to_numpy())}"
+                 for _, rows in list(groups)[:_MAX_ROWS_NAMED]]
         more = f" and {groups.ngroups - _MAX_ROWS_NAMED} more values" \
             if groups.ngroups > _MAX_ROWS_NAMED else ""
         raise InputError(f"key column {key!r} has duplicate values: {'; '.join(shown)}{more}; "

@@ -567,18 +567,27 @@ class HistoryStore:
         iterator: no list of a million tuples, no per-row Core processing)."""
         columns = [c.name for c in table.columns]
         raw = conn.connection.driver_connection
-        if conn.dialect.name == "postgresql":
-            with raw.cursor() as cursor, cursor.copy(  # type: ignore[union-attr]
-                    f"COPY {table.name} ({', '.join(columns)}) FROM STDIN") as copy:
-                for row in rows:
-                    copy.write_row(row)
-            return
-        sql = str(table.insert().compile(dialect=conn.dialect))
-        cursor = raw.cursor()  # type: ignore[union-attr]
         try:
-            cursor.executemany(sql, rows)
-        finally:
-            cursor.close()
+            if conn.dialect.name == "postgresql":
+                with raw.cursor() as cursor, cursor.copy(  # type: ignore[union-attr]
+                        f"COPY {table.name} ({', '.join(columns)}) FROM STDIN") as copy:
+                    for row in rows:
+                        copy.write_row(row)
+                return
+            sql = str(table.insert().compile(dialect=conn.dialect))
+            cursor = raw.cursor()  # type: ignore[union-attr]
+            try:
+                cursor.executemany(sql, rows)
+            finally:
+                cursor.close()
+        except Exception as exc:
+            # the raw driver's errors bypass SQLAlchemy's wrapping; a constraint violation
+            # (class IntegrityError / SQLSTATE 23xxx) is a refusal, not a crash
+            integrity = any(k.__name__ == "IntegrityError" for k in type(exc).__mro__)
+            if integrity or str(getattr(exc, "sqlstate", "") or "").startswith("23"):
+                raise HistoryError(f"the history refused the rows of {table.name} ({exc}); "
+                                   f"nothing was written") from None
+            raise
 
     def clear_pending(self, release_id: int) -> None:
         """The file of ``release_id`` is at its final name: forget the temporary one."""
