@@ -138,8 +138,9 @@ def publish_cmd(input_path: Path, dataset: str, key: str, method: str, qi: str,
                f"rows in {info.n_classes} classes -> {info.output_path} "
                f"(sha256 {info.content_hash[:16]}...)")
     for verdict in info.verdicts:
+        params = ", ".join(f"{k}={v}" for k, v in dict(verdict["parameters"]).items())
         click.echo(f"  {'PASS' if verdict['passed'] else 'FAIL'} {verdict['model']} "
-                   f"{verdict['parameters']}")
+                   f"({params}): measured {verdict['measured']:g}")
 
 
 # -- list / show ---------------------------------------------------------------------------
