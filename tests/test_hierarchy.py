@@ -390,3 +390,12 @@ def test_grouping_hierarchy_encodes_a_categorical_column() -> None:
     # codes follow subtree order, so 'Higher' (Bachelors, Masters) is a run of codes
     assert col.values.tolist() == ["Bachelors", "Masters", "HS-grad"]
     assert col.codes.tolist() == [2, 1, 0, 1]
+
+
+def test_from_mapping_builds_the_same_tree_as_rows() -> None:
+    from anonkit.hierarchy import Hierarchy
+
+    h = Hierarchy.from_mapping({"a": ["AB", "*"], "b": ["AB", "*"], "c": ["*"]}, name="x")
+    assert h.height == 3 and list(h.leaves) == ["a", "b", "c"]
+    assert list(h.labels[2]) == ["c", "c", "*"]  # ragged: padded with the leaf
+    assert h.node_ids[0, 1] == h.node_ids[1, 1] != h.node_ids[2, 1]

@@ -155,14 +155,6 @@ class Hierarchy:
             out[:, level] = np.bincount(ids)[ids]
         return out
 
-    def label(self, leaf_code: int, level: int) -> str:
-        return str(self.labels[leaf_code, level])
-
-    def leaves_under(self, level: int) -> np.ndarray:
-        """Number of leaves below each leaf's ancestor at ``level`` (per leaf)."""
-        ids = self.node_ids[:, level]
-        return np.bincount(ids)[ids]
-
     def is_contiguous(self, order: np.ndarray | None = None) -> bool:
         """Whether every node's leaves are consecutive in ``order`` (default: file order).
 
