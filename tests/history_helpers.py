@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from anonkit.models.base import Classes, KAnonymity
+from anonkit.models import KEAnonymity
+from anonkit.models.base import Classes, KAnonymity, SensitiveAttribute
 from anonkit.releases.publish import (
     PUBLISH_HOOKS,
     PublishContext,
@@ -28,6 +29,7 @@ from anonkit.releases.publish import (
 )
 from anonkit.releases.store import HistoryStore
 from anonkit.result import AnonymizationResult
+from anonkit.table import ColumnSpec, Kind, Role, encode_column
 
 DISEASES = np.array(["flu", "asthma", "diabetes", "cancer", "hiv", "migraine", "covid",
                      "gastritis"], dtype=object)
@@ -112,10 +114,17 @@ def given_classes(df: pd.DataFrame, request: PublishRequest,
     for q in schema.quasi_identifiers:
         data[q] = labels[q][class_ids]
     k = int(request.options.get("k", 1))  # type: ignore[call-overload]
+    verdicts = [KAnonymity(k).verdict(Classes(class_ids))]
+    if "ke" in request.options:  # (k, e, attribute): also promise (k,e)-anonymity
+        ke_k, ke_e, attr = request.options["ke"]  # type: ignore[misc]
+        income = SensitiveAttribute.from_encoded(encode_column(
+            df[attr].reset_index(drop=True), ColumnSpec(attr, Role.SENSITIVE, Kind.NUMERIC),
+            allow_missing=True))
+        verdicts.append(KEAnonymity(ke_k, ke_e, attribute=attr).verdict(
+            Classes(class_ids, sensitive=[income])))
     return AnonymizationResult(data, class_ids, pd.DataFrame({"size": np.bincount(class_ids),
                                                                **labels}),
-                               [KAnonymity(k).verdict(Classes(class_ids))], {}, schema,
-                               "given-classes", {"k": k})
+                               verdicts, {}, schema, "given-classes", {"k": k})
 
 
 register_method("given-classes", given_classes, replace=True)

@@ -373,3 +373,31 @@ def test_the_findings_serialise_and_the_report_is_self_contained(history: Histor
     images = [chunk.split("'")[0] for chunk in page.split("data:image/png;base64,")[1:]]
     assert len(images) == 2  # breaches per pair, and the release-by-release matrix
     assert all(base64.b64decode(img).startswith(b"\x89PNG") for img in images)
+
+
+def test_ke_anonymity_does_not_count_a_missing_value_as_distinct(tmp_path: Path) -> None:
+    """(k,e)-anonymity ignores missing sensitive values, so the audit must too: b and c
+    are left with {5000, missing} -- one real value, below k = 2 -- while l-diversity
+    (which counts a missing value) would see two values.
+
+    Release 1: {a,b,c} {d,e,f}; release 2: {a,e,f} {b,c,d} (RELEASE_1 / RELEASE_2).
+    income: a 1000, b 5000, c missing, d 3000, e 5000, f 1000.
+    b and c: {1000, 5000, -} & {5000, -, 3000} = {5000, -}; everyone else keeps two
+    present values ({1000, 5000} or {3000, 5000}). Each release alone is (2, 0)-anonymous.
+    The qi adversary therefore breaches b and c. The linkage adversary also breaches a and
+    d, each alone in its pair of classes (one candidate record: one value), but not e and
+    f, who share theirs and keep {1000, 5000}.
+    """
+    from anonkit.models import KEAnonymity
+
+    df = HAND.assign(income=[1000, 5000, np.nan, 3000, 5000, 1000])
+    with HistoryStore.open(tmp_path / "h.db", create=True) as store:
+        for n, classes in enumerate((RELEASE_1, RELEASE_2), start=1):
+            req = make_request(method="given-classes", k=1, sensitive=("disease", "income"),
+                               classes=classes, ke=(2, 0.0, "income"))
+            publish(store, df, req, tmp_path / f"r{n}.csv", allow_breach=True)
+        report = audit(store, "census")
+    pair = report.pairs[0]
+    ke = {f.adversary: f.records for f in pair.findings
+          if f.model == KEAnonymity.name and f.measure == "distinct"}
+    assert ke == {"qi": 2, "linkage": 4}

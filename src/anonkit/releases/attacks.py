@@ -54,6 +54,7 @@ import numpy as np
 import pandas as pd
 
 from anonkit.errors import HistoryError
+from anonkit.models import KAnonymity, KEAnonymity
 from anonkit.releases.store import HistoryStore, ReleaseInfo, ReleaseView
 
 ADVERSARIES = {
@@ -88,13 +89,13 @@ def requirements_of(info: ReleaseInfo) -> list[Requirement]:
         name = str(verdict.get("model", ""))
         params = verdict.get("parameters") or {}
         assert isinstance(params, dict)
-        if name == "k-anonymity" and "k" in params:
+        if name == KAnonymity.name and "k" in params:
             out.append(Requirement(name, "candidates", float(params["k"])))
         elif "diversity" in name and "l" in params:
             # every l-diversity variant (distinct, entropy, recursive (c,l)) implies at
             # least l distinct sensitive values per class
             out.append(Requirement(name, "distinct", float(params["l"])))
-        elif name == "(k,e)-anonymity":
+        elif name == KEAnonymity.name:
             if "k" in params:
                 out.append(Requirement(name, "distinct", float(params["k"])))
             if "e" in params:
@@ -261,6 +262,7 @@ class _Measures:
     candidates_linkage: np.ndarray  # records that shared every class of the target
     candidates_qi: np.ndarray  # upper bound on people consistent with every multiset
     distinct: dict[str, np.ndarray]  # values in every class's multiset, per attribute
+    distinct_present: dict[str, np.ndarray]  # the same, not counting a missing value
     span: dict[str, np.ndarray]  # their numeric range (NaN: none, or not numeric)
     tuple_classes: np.ndarray  # (n_releases_in_scope, n_tuples): the classes of each tuple
     tuple_of: np.ndarray  # per target: its class tuple
@@ -412,22 +414,28 @@ class _State:
                           for j, i in enumerate(releases)])
         candidates_qi = sizes.min(axis=0).astype(np.float64)
         distinct: dict[str, np.ndarray] = {}
+        distinct_present: dict[str, np.ndarray] = {}
         span: dict[str, np.ndarray] = {}
         for attr in self.attributes:
-            d, c, s = self._value_intersection(attr, releases, tuple_classes)
+            d, dp, c, s = self._value_intersection(attr, releases, tuple_classes)
             candidates_qi = np.minimum(candidates_qi, c)
             distinct[attr], span[attr] = d[tuple_of], s[tuple_of]
-        return _Measures(candidates_link, candidates_qi[tuple_of], distinct, span,
+            distinct_present[attr] = dp[tuple_of]
+        return _Measures(candidates_link, candidates_qi[tuple_of], distinct, distinct_present,
+                         span,
                          tuple_classes, tuple_of)
 
     def _value_intersection(self, attr: str, releases: tuple[int, ...],
                             tuple_classes: np.ndarray
-                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per class tuple: number of values in every class's multiset, the sum over them
-        of the smallest count, and their numeric range (NaN if none or not numeric)."""
+                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Per class tuple: number of values in every class's multiset (with and without
+        the missing value), the sum over them of the smallest count, and their numeric
+        range (NaN if none or not numeric)."""
         n_tuples = tuple_classes.shape[1]
         group, value, count = self._entries(attr, releases, tuple_classes)
         distinct = np.bincount(group, minlength=n_tuples)
+        missing = self._missing_id(attr)
+        distinct_present = distinct - np.bincount(group[value == missing], minlength=n_tuples)
         candidates = np.bincount(group, weights=count, minlength=n_tuples)
         span = np.full(n_tuples, np.nan)
         if len(group):
@@ -435,7 +443,15 @@ class _State:
             starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
             owners = group[starts]
             span[owners] = np.fmax.reduceat(mags, starts) - np.fmin.reduceat(mags, starts)
-        return distinct, candidates, span
+        return distinct, distinct_present, candidates, span
+
+    def _missing_id(self, attr: str) -> int:
+        """The global id of the missing value of ``attr`` (-1 when it never occurs)."""
+        names = self.value_names[attr]
+        if self.numeric[attr]:
+            nan = np.flatnonzero(np.isnan(names.astype(np.float64)))
+            return int(nan[0]) if len(nan) else -1
+        return len(names) - 1  # a None is appended after the values
 
     def _entries(self, attr: str, releases: tuple[int, ...],
                  tuple_classes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -475,13 +491,19 @@ class _State:
                     checks.append((adversary, r, None, cand, cand < r.threshold))
             for attr in self.attributes:
                 d, s = m.distinct[attr], m.span[attr]
+                dp = m.distinct_present[attr]
                 if adversary == "linkage":  # candidates' values: a subset of the intersection
                     d = np.minimum(d, cand_link)
+                    dp = np.minimum(dp, cand_link)
                     s = np.where(cand_link == 1, 0.0, s)
                 consistent = d >= 1  # an empty intersection reveals nothing
                 for r in requirements:
                     if r.measure == "distinct":
-                        checks.append((adversary, r, attr, d, consistent & (d < r.threshold)))
+                        # (k,e)-anonymity counts only present values; l-diversity counts a
+                        # missing value as a value, as the models themselves do
+                        level = dp if r.model == KEAnonymity.name else d
+                        checks.append((adversary, r, attr, level,
+                                       consistent & (level < r.threshold)))
                     elif r.measure == "range" and self.numeric[attr]:
                         checks.append((adversary, r, attr, s,
                                        consistent & ~np.isnan(s) & (s < r.threshold)))
