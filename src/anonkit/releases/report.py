@@ -101,12 +101,36 @@ def _findings_section(scope: ScopeResult) -> str:
     for f in scope.findings:
         requirement = ("one value left" if f.model == PINNED else
                        f"{f.measure} &gt;= {f.threshold:g}")
-        worst = "<br>".join(e(json.dumps(case, default=str)) for case in f.worst[:3])
+        worst = "<br>".join(e(_case_text(case)) for case in f.worst[:3])
         out.append(f"<tr><td class='l'>{e(f.adversary)}</td><td class='l'>{e(f.model)}</td>"
                    f"<td class='l'>{e(f.attribute or '-')}</td><td class='l'>{requirement}</td>"
-                   f"<td>{f.records}</td><td class='l'><code>{worst}</code></td></tr>")
+                   f"<td>{f.records}</td><td class='l'>{worst}</td></tr>")
     out.append("</table>")
     return "".join(out)
+
+
+def _case_text(case: dict[str, object]) -> str:
+    """One worst case as a sentence: the record's pseudonym, its class in each release,
+    how many candidates each adversary is left with, and the values left."""
+    record = str(case.get("record", ""))[:12]
+    parts = [f"record {record}…" if record else "record"]
+    classes = case.get("classes")
+    sizes = case.get("class_sizes")
+    if isinstance(classes, dict):
+        sized = sizes if isinstance(sizes, dict) else {}
+        parts.append("classes " + ", ".join(
+            f"r{seq} #{cls}" + (f" ({sized[seq]} rows)" if seq in sized else "")
+            for seq, cls in classes.items()))
+    if "candidates_linkage" in case or "candidates_qi" in case:
+        parts.append(f"candidates: {case.get('candidates_linkage', '?')} linked, "
+                     f"{case.get('candidates_qi', '?')} by QIs")
+    for key, value in case.items():
+        if key.startswith("values"):
+            shown = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+            parts.append(f"{key[len('values'):].strip('[]') or 'values'} left: {shown}")
+        elif key == "range":
+            parts.append(f"range left: {value}")
+    return "; ".join(parts)
 
 
 def _pairs_plot(report: AuditReport) -> bytes:
