@@ -86,7 +86,8 @@ def test_lowest_common_level_and_dfs_order() -> None:
     order = h.dfs_order()
     assert h.leaves[order].tolist() == ["a", "b", "c"]
     assert h.is_contiguous(order)
-    levels = h.lowest_common_level(np.array([0, 0, 1, 1, 2]), np.array([0, 2, 0, 1, 1]), 3)
+    # classes {a, b}, {a, c}, {c} as runs of leaf indices
+    levels = h.lowest_common_level(np.array([0, 2, 0, 1, 1]), np.array([0, 2, 4]))
     assert levels.tolist() == [1, 2, 0]
 
 

@@ -225,11 +225,11 @@ def bind_models(models: Sequence[PrivacyModel],
             bound.append(model)
             continue
         if not sens:
-            raise InputError(f"{model.name} ({_params(model)}) needs a sensitive attribute; "
+            raise InputError(f"{model.title()} needs a sensitive attribute; "
                              f"name the sensitive column (sensitive=... / --sensitive)")
         if model.attribute is not None:
             if model.attribute not in by_name:
-                raise InputError(f"{model.name} ({_params(model)}) concerns "
+                raise InputError(f"{model.title()} concerns "
                                  f"{model.attribute!r}, which is not among the sensitive "
                                  f"columns given ({', '.join(sens)})")
             targets = [model.attribute]
@@ -331,6 +331,3 @@ def _plain(value: object) -> object:
         return value.item()
     return value
 
-
-def _params(model: PrivacyModel) -> str:
-    return ", ".join(f"{k}={v}" for k, v in model.parameters.items())

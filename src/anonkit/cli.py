@@ -93,13 +93,14 @@ def load_config(path: Path | None) -> dict[str, Any]:
     return config
 
 
-def _parse_pairs(pairs: Sequence[str], what: str) -> dict[str, str]:
+def parse_pairs(pairs: Sequence[str], option: str) -> dict[str, str]:
+    """Repeated ``--option NAME=VALUE`` values as a dict (the release group uses it too)."""
     out = {}
     for pair in pairs:
-        if "=" not in pair:
-            raise InputError(f"{what} {pair!r} is not of the form column=value")
-        column, value = pair.split("=", 1)
-        out[column.strip()] = value.strip()
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise InputError(f"--{option} takes NAME=VALUE, got {pair!r}")
+        out[name.strip()] = value.strip()
     return out
 
 
@@ -171,11 +172,11 @@ def anonymize(input_path: str | None, output: str | None, config_path: Path | No
         }
         job = config | {key: value for key, value in given.items() if value is not None}
         job["models"] = list(job.get("models", [])) + list(models)
-        job["hierarchies"] = dict(job.get("hierarchies", {})) | _parse_pairs(hierarchies,
-                                                                              "--hierarchy")
-        job["generalization"] = dict(job.get("generalization", {})) | _parse_pairs(
-            generalization, "--generalization")
-        job["kinds"] = dict(job.get("kinds", {})) | _parse_pairs(kinds, "--kind")
+        job["hierarchies"] = dict(job.get("hierarchies", {})) | parse_pairs(hierarchies,
+                                                                              "hierarchy")
+        job["generalization"] = dict(job.get("generalization", {})) | parse_pairs(
+            generalization, "generalization")
+        job["kinds"] = dict(job.get("kinds", {})) | parse_pairs(kinds, "kind")
         outcome = run_anonymize(job)
         if as_json:
             click.echo(json.dumps(outcome, indent=2, default=str))

@@ -220,7 +220,7 @@ def _hierarchy(column: EncodedColumn, grouped: np.ndarray, starts: np.ndarray,
         leaf = leaf_of_code[grouped]
         missing = leaf < 0
         safe_leaf = np.where(missing, 0, leaf)
-        level = hierarchy.lowest_common_level_of_runs(safe_leaf, starts)
+        level = hierarchy.lowest_common_level(safe_leaf, starts)
         all_missing = np.logical_and.reduceat(missing, starts)
         mixed = np.logical_or.reduceat(missing, starts) & ~all_missing
         first_leaf = safe_leaf[starts]

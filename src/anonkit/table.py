@@ -170,7 +170,10 @@ def infer_kind(series: pd.Series, name: str) -> Kind:
         return Kind.NUMERIC
     if pd.api.types.is_datetime64_any_dtype(series):
         return Kind.DATE
-    codes, uniques = pd.factorize(series, use_na_sentinel=True)
+    if isinstance(series.dtype, pd.CategoricalDtype):  # already factorized: use it
+        codes, uniques = series.cat.codes.to_numpy(), series.cat.categories
+    else:
+        codes, uniques = pd.factorize(series, use_na_sentinel=True)
     if len(uniques) == 0:
         return Kind.CATEGORICAL
     as_number = pd.to_numeric(pd.Series(np.asarray(uniques, dtype=object)).astype(str),

@@ -41,7 +41,12 @@ from anonkit.generalization import (
     validate_form,
 )
 from anonkit.hierarchy.base import Hierarchy
-from anonkit.models.base import Classes, KAnonymity, PrivacyModel, SensitiveAttribute
+from anonkit.models.base import (
+    Classes,
+    KAnonymity,
+    PrivacyModel,
+    SensitiveAttribute,
+)
 from anonkit.result import AnonymizationResult
 from anonkit.table import EncodedColumn, EncodedTable, Kind, Schema, encode
 
@@ -184,10 +189,10 @@ class Mondrian:
                        for col in table.quasi_identifiers]
         # partitions whose labels coincide are one class to an adversary: number classes
         # as the release shows them
-        class_of_partition, n_released = _merge_identical(generalized)
-        class_ids = class_of_partition[partitioning.class_ids()]
-        data = release_table(df, schema, generalized, partitioning.class_ids())
-        classes = class_table(generalized, partitioning.sizes, class_of_partition, n_released)
+        partition_of_row = partitioning.class_ids()
+        data = release_table(df, schema, generalized, partition_of_row)
+        classes, class_of_partition = class_table(generalized, partitioning.sizes)
+        class_ids = class_of_partition[partition_of_row]
         timings["generalize"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
@@ -235,8 +240,7 @@ class Mondrian:
         sizing = max(models, key=lambda m: m.min_class_size())
         min_size = sizing.min_class_size()
         if min_size > n:
-            params = ", ".join(f"{k}={v}" for k, v in sizing.parameters.items())
-            raise InputError(f"{sizing.name} ({params}) needs classes of at least {min_size} "
+            raise InputError(f"{sizing.title()} needs classes of at least {min_size} "
                              f"rows, larger than the number of rows ({n}); relax the model")
         heavy = [m for m in models if m.needs_sensitive or type(m) is not KAnonymity]
         whole = Classes(np.zeros(n, dtype=np.int64), 1, sensitive)
@@ -377,26 +381,15 @@ def release_table(df: pd.DataFrame, schema: Schema, generalized: Sequence[Column
     return pd.DataFrame(out, index=pd.RangeIndex(len(df)))
 
 
-def _merge_identical(generalized: Sequence[ColumnGeneralization]) -> tuple[np.ndarray, int]:
-    """Per partition, the index of its released class (partitions with the same label on
-    every QI share one), numbered in order of first partition."""
-    n_partitions = len(generalized[0].labels) if generalized else 0
-    ids = np.zeros(n_partitions, dtype=np.int64)
-    for g in generalized:
-        codes, uniques = pd.factorize(g.labels)
-        ids, _ = pd.factorize(ids * max(len(uniques), 1) + codes)
-    n_classes = int(ids.max()) + 1 if n_partitions else 0
-    return ids.astype(np.int64), n_classes
+def class_table(generalized: Sequence[ColumnGeneralization],
+                sizes: np.ndarray) -> tuple[pd.DataFrame, np.ndarray]:
+    """One row per released class -- its size and each QI's label -- and the class of each
+    partition: partitions with the same label on every QI are one class to an adversary."""
+    from anonkit.checker import group_rows
 
-
-def class_table(generalized: Sequence[ColumnGeneralization], sizes: np.ndarray,
-                class_of_partition: np.ndarray, n_classes: int) -> pd.DataFrame:
-    """One row per released class: its size and each QI's label."""
-    first = np.full(n_classes, len(class_of_partition), dtype=np.int64)
-    np.minimum.at(first, class_of_partition, np.arange(len(class_of_partition)))
-    columns: dict[str, object] = {
-        "size": np.bincount(class_of_partition, weights=sizes, minlength=n_classes).astype(
-            np.int64)}
-    for g in generalized:
-        columns[g.column] = g.labels[first]
-    return pd.DataFrame(columns)
+    labels = pd.DataFrame({g.column: g.labels for g in generalized})
+    class_of_partition, n_classes, first_partition = group_rows(labels, list(labels.columns))
+    table = labels.iloc[first_partition].reset_index(drop=True)
+    table.insert(0, "size", np.bincount(class_of_partition, weights=sizes,
+                                        minlength=n_classes).astype(np.int64))
+    return table, class_of_partition

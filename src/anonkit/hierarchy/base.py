@@ -114,28 +114,17 @@ class Hierarchy:
         return np.fromiter((self._leaf_index[v] for v in as_text), dtype=np.int32,
                            count=len(as_text))
 
-    def lowest_common_level(self, class_ids: np.ndarray, leaf_codes: np.ndarray,
-                            n_classes: int) -> np.ndarray:
-        """For each class, the lowest level at which all of its leaves share one node."""
-        level = np.full(n_classes, self.height - 1, dtype=np.int32)
-        for lv in range(self.height - 2, -1, -1):
-            nodes = self.node_ids[leaf_codes, lv]
-            lo = np.full(n_classes, np.iinfo(np.int32).max, dtype=np.int64)
-            hi = np.full(n_classes, -1, dtype=np.int64)
-            np.minimum.at(lo, class_ids, nodes)
-            np.maximum.at(hi, class_ids, nodes)
-            # sharing a node at lv implies sharing one at every level above it
-            level = np.where(lo == hi, lv, level)
-        return level
-
-    def lowest_common_level_of_runs(self, grouped_leaves: np.ndarray,
-                                    starts: np.ndarray) -> np.ndarray:
-        """Like :meth:`lowest_common_level` for classes laid out as consecutive runs of
-        ``grouped_leaves`` starting at ``starts`` (one reduction per level, no scatter)."""
+    def lowest_common_level(self, grouped_leaves: np.ndarray,
+                            starts: np.ndarray) -> np.ndarray:
+        """For each class, the lowest level at which all of its leaves share one node.
+        Classes are consecutive runs of ``grouped_leaves`` starting at ``starts`` (one
+        reduction per level)."""
         level = np.full(len(starts), self.height - 1, dtype=np.int32)
         for lv in range(self.height - 2, -1, -1):
             nodes = self.node_ids[grouped_leaves, lv]
             same = np.minimum.reduceat(nodes, starts) == np.maximum.reduceat(nodes, starts)
+            # sharing a node at lv implies sharing one at every level above: going down,
+            # the last level where the class still shares a node wins
             level = np.where(same, lv, level)
         return level
 

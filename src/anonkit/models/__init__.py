@@ -7,6 +7,7 @@ from anonkit.models.base import (
     SensitiveAttribute,
     ValueCounts,
     Verdict,
+    format_parameters,
 )
 from anonkit.models.closeness import TCloseness
 from anonkit.models.diversity import DistinctLDiversity, EntropyLDiversity, RecursiveCLDiversity
@@ -28,4 +29,5 @@ __all__ = [
     "TCloseness",
     "ValueCounts",
     "Verdict",
+    "format_parameters",
 ]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import ClassVar
@@ -149,6 +149,11 @@ def _value_counts(class_ids: np.ndarray, codes: np.ndarray, n_classes: int,
     return ValueCounts(keys // n_values, keys % n_values, counts.astype(np.int64), n_classes)
 
 
+def format_parameters(parameters: Mapping[str, object]) -> str:
+    """``{"k": 5, "l": 2}`` -> ``"k=5, l=2"``, as models are named in messages."""
+    return ", ".join(f"{name}={value}" for name, value in parameters.items())
+
+
 @dataclass(frozen=True)
 class Verdict:
     """Whether a table meets one model, how well, and where it is weakest.
@@ -174,7 +179,7 @@ class Verdict:
 
     def __str__(self) -> str:
         status = "PASS" if self.passed else "FAIL"
-        params = ", ".join(f"{k}={v}" for k, v in self.parameters.items())
+        params = format_parameters(self.parameters)
         text = (f"{status} {self.model} ({params}): measured {self.measure} = "
                 f"{self.measured:g}, required {self.measure} {self.comparison} "
                 f"{self.required:g}; weakest class has {_rows(self.worst_class_size)}; "
@@ -233,6 +238,10 @@ class PrivacyModel(ABC):
     @property
     def needs_sensitive(self) -> bool:
         return True
+
+    def title(self) -> str:
+        """How messages name the model: ``"distinct l-diversity (l=3)"``."""
+        return f"{self.name} ({format_parameters(self.parameters)})"
 
     def min_class_size(self) -> int:
         """No class smaller than this can pass (used to prune cuts early)."""

@@ -17,7 +17,9 @@ from typing import ParamSpec, TypeVar
 
 import click
 
-from anonkit.errors import AnonkitError, InputError
+from anonkit.cli import parse_pairs
+from anonkit.errors import AnonkitError
+from anonkit.models.base import format_parameters
 from anonkit.releases.store import DEFAULT_HISTORY, HISTORY_ENV, HistoryStore, ReleaseInfo
 
 P = ParamSpec("P")
@@ -62,16 +64,6 @@ def release() -> None:
 
 
 # -- publish -------------------------------------------------------------------------------
-
-
-def _pairs(values: tuple[str, ...], what: str) -> dict[str, str]:
-    out = {}
-    for item in values:
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip():
-            raise InputError(f"--{what} takes NAME=VALUE, got {item!r}")
-        out[name.strip()] = value.strip()
-    return out
 
 
 def _option_value(text: str) -> object:
@@ -120,7 +112,7 @@ def publish_cmd(input_path: Path, dataset: str, key: str, method: str, qi: str,
 
     check_output_path(input_path, output)
     method_options: dict[str, object] = {name: _option_value(value)
-                                         for name, value in _pairs(options, "option").items()}
+                                         for name, value in parse_pairs(options, "option").items()}
     if k is not None:
         method_options["k"] = k
     if models:
@@ -130,7 +122,7 @@ def publish_cmd(input_path: Path, dataset: str, key: str, method: str, qi: str,
         sensitive=as_list(sensitive), identifiers=as_list(identifiers), method=method,
         options=method_options,
         hierarchies={col: read_arx_hierarchy(path, name=col)
-                     for col, path in _pairs(hierarchies, "hierarchy").items()})
+                     for col, path in parse_pairs(hierarchies, "hierarchy").items()})
     df = read_table(input_path)
     with _open(history, secret_file, create=True) as store:
         info = publish(store, df, request, output, allow_breach=allow_breach)
@@ -138,9 +130,9 @@ def publish_cmd(input_path: Path, dataset: str, key: str, method: str, qi: str,
                f"rows in {info.n_classes} classes -> {info.output_path} "
                f"(sha256 {info.content_hash[:16]}...)")
     for verdict in info.verdicts:
-        params = ", ".join(f"{k}={v}" for k, v in dict(verdict["parameters"]).items())
         click.echo(f"  {'PASS' if verdict['passed'] else 'FAIL'} {verdict['model']} "
-                   f"({params}): measured {verdict['measured']:g}")
+                   f"({format_parameters(dict(verdict['parameters']))}): measured "
+                   f"{verdict['measured']:g}")
 
 
 # -- list / show ---------------------------------------------------------------------------

@@ -307,10 +307,16 @@ def render_report(result: AnonymizationResult, original: pd.DataFrame, path: str
     elapsed = time.perf_counter() - t0
     subtitle = (f"Method <b>{e(result.method)}</b> · {_int(len(original))} rows in, "
                 f"{_int(len(result.data))} released · report drawn in {elapsed:.2f} s")
-    document = _page(title, subtitle, _banner(result.verdicts), nav, sections)
+    return _write_page(path, title, subtitle, result.verdicts, nav, sections)
+
+
+def _write_page(path: str | Path, title: str, subtitle: str, verdicts: Sequence[Verdict],
+                nav: list[tuple[str, str]], sections: list[str]) -> Path:
+    """Assemble the page and write it atomically (temp file + rename)."""
+    document = _page(title, subtitle, _banner(verdicts), nav, sections)
     with atomic_write(path) as tmp:
         tmp.write_text(document, encoding="utf-8")
-    return path
+    return Path(path)
 
 
 def _class_values(data: pd.DataFrame, qis: Sequence[str], first_row: np.ndarray,
@@ -476,7 +482,4 @@ def render_check_report(report: CheckReport, path: str | Path, *,
     elapsed = time.perf_counter() - t0
     subtitle = (f"{_int(report.n_rows)} rows in {_int(report.n_classes)} equivalence classes "
                 f"· report drawn in {elapsed:.2f} s")
-    document = _page(title, subtitle, _banner(report.verdicts), nav, sections)
-    with atomic_write(path) as tmp:
-        tmp.write_text(document, encoding="utf-8")
-    return path
+    return _write_page(path, title, subtitle, report.verdicts, nav, sections)
