@@ -12,13 +12,15 @@ $(BIN)/python:
 	$(PIP) install --quiet --upgrade pip
 
 # Byte-compile the package once: where PYTHONDONTWRITEBYTECODE is set, an editable
-# install would otherwise recompile every module on every start of the command.
-$(VENV)/.installed-demo: pyproject.toml | $(BIN)/python
+# install would otherwise recompile every module on every start of the command. The
+# install also compiles the C extensions into src/: a change to their sources installs again.
+BUILD_INPUTS := pyproject.toml setup.py $(wildcard src/anonkit/*.c src/anonkit/*/*.c)
+$(VENV)/.installed-demo: $(BUILD_INPUTS) | $(BIN)/python
 	$(PIP) install --quiet -e .
 	$(BIN)/python -m compileall -q src
 	touch $@
 
-$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+$(VENV)/.installed-test: $(BUILD_INPUTS) | $(BIN)/python
 	$(PIP) install --quiet -e '.[test,bench]'
 	$(BIN)/python -m compileall -q src
 	touch $@ $(VENV)/.installed-demo

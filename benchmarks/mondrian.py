@@ -9,7 +9,7 @@ to the measurements:
 * Adult (30,162 rows), the 8 standard QIs, no hierarchies (age as a range, the 7
   categorical QIs as sets), k = 5, 10, 50, for anonkit and anonypy:
   - algorithm time, codes in / classes out. anonkit: ``Mondrian.partition`` on a table
-    encoded once, warm (the numba kernel compiled and loaded), best of ``--repeat``.
+    encoded once, warm (after one untimed run), best of ``--repeat``.
     anonypy: its ``Mondrian.partition`` (the step that turns the DataFrame into classes),
     run once per k inside ``Preserver.anonymize_k_anonymity``, whose total time is shown
     too (it also builds the generalized rows);

@@ -408,3 +408,14 @@ def test_missing_values_in_arrow_dictionary_columns_are_values() -> None:
     report = check(df, ["b", "a"], models=["k=2"])
     assert not report.passed and report.verdicts[0].measured == 1
     assert report.n_classes == 3
+
+
+def test_grouping_a_categorical_is_grouping_its_values() -> None:
+    values = ["b", None, "a", "b", None, "c", "a"]
+    plain = pd.DataFrame({"x": pd.Series(values, dtype=object), "y": [1, 1, 2, 1, 1, 2, 2]})
+    as_category = plain.assign(x=pd.Categorical(values, categories=["z", "c", "b", "a"]))
+    ids, n, first = group_rows(plain, ["x", "y"])
+    cat_ids, cat_n, cat_first = group_rows(as_category, ["x", "y"])
+    assert n == cat_n == 4  # (b,1) (None,1) (a,2) (c,2): the missing value is a value
+    assert ids.tolist() == cat_ids.tolist() == [0, 1, 2, 0, 1, 3, 2]
+    assert first.tolist() == cat_first.tolist() == [0, 1, 2, 5]

@@ -51,7 +51,7 @@ def test_round_trip_keeps_values_and_dtypes(tmp_path: Path, census: pd.DataFrame
 
 def test_tsv_is_written_with_tabs(tmp_path: Path) -> None:
     write_table(pd.DataFrame({"a": [1], "b": ["x"]}), tmp_path / "t.tsv")
-    assert (tmp_path / "t.tsv").read_text().splitlines()[0] == '"a"\t"b"'
+    assert (tmp_path / "t.tsv").read_text().splitlines() == ["a\tb", "1\tx"]
 
 
 def test_fmt_overrides_the_suffix(tmp_path: Path) -> None:
@@ -74,8 +74,8 @@ def test_csv_text_of_dates_missing_values_and_categoricals(tmp_path: Path) -> No
     }, index=[10, 20])
     write_table(df, tmp_path / "t.csv")
     lines = (tmp_path / "t.csv").read_text().splitlines()
-    assert lines[0] == '"day","at","x","cat","n"'  # the index is not written
-    assert lines[1] == '2021-03-04,2021-03-04 10:30:00.000000000,1.5,"b",1'
+    assert lines[0] == "day,at,x,cat,n"  # the index is not written
+    assert lines[1] == "2021-03-04,2021-03-04 10:30:00.000000000,1.5,b,1"
     assert lines[2] == ',2021-03-05 00:00:00.000000000,,,2'
     back = read_table(tmp_path / "t.csv")
     assert back["day"].dtype == "datetime64[ms]" and back["day"].isna().tolist() == [False, True]
@@ -288,11 +288,11 @@ def test_unreadable_parquet(tmp_path: Path) -> None:
 
 def test_failed_write_leaves_no_output_and_no_temp(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    def half_then_fail(table: pa.Table, path: object, **kwargs: object) -> None:
+    def half_then_fail(table: pa.Table, path: object, *args: object) -> None:
         Path(str(path)).write_text("a,b\n1,")
         raise OSError("disk full")
 
-    monkeypatch.setattr(anonkit_io.pa_csv, "write_csv", half_then_fail)
+    monkeypatch.setattr(anonkit_io, "write_csv", half_then_fail)
     with pytest.raises(OSError, match="disk full"):
         write_table(pd.DataFrame({"a": [1]}), tmp_path / "out.csv")
     assert list(tmp_path.iterdir()) == []
@@ -307,7 +307,7 @@ def test_failed_write_keeps_the_previous_file(tmp_path: Path,
     def fail(*args: object, **kwargs: object) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(anonkit_io.pa_csv, "write_csv", fail)
+    monkeypatch.setattr(anonkit_io, "write_csv", fail)
     with pytest.raises(RuntimeError):
         write_table(pd.DataFrame({"a": [2]}), target)
     assert target.read_bytes() == before
@@ -398,3 +398,79 @@ def _fast_enough(fn: Callable[[], object], seconds: float, tries: int = 2) -> bo
         if time.perf_counter() - start < seconds:
             return True
     return False
+
+
+@pytest.mark.parametrize("sep", [",", ";", "\t", "|"])
+def test_csv_writer_quotes_what_it_must_and_reads_back(tmp_path: Path, sep: str) -> None:
+    import csv
+
+    awkward = ["plain", "", None, f"a{sep}b", 'say "hi"', "two\nlines", "cr\rhere",
+               " spaced ", "ünïcode ✓", "x" * (3 << 20)]  # longer than the writer's block
+    n = len(awkward)
+    # a dictionary column in chunks with different dictionaries, the second sliced
+    labels = ["b", None, f"c{sep}d", 'q"', "b", "b", "b", "b", "b", "b", "b"]
+    dictionary = pa.chunked_array([pa.array(labels[:3]).dictionary_encode(),
+                                   pa.array(labels[3:]).dictionary_encode().slice(0, n - 3)])
+    table = pa.table({
+        "text": pa.chunked_array([awkward[:4], awkward[4:]]),
+        "large": pa.array(awkward, type=pa.large_string()),
+        "dict": dictionary,
+        f"odd{sep}name": pa.array(range(n)),
+        "sliced": pa.array(["pad", *awkward]).slice(1),
+    })
+    path = tmp_path / "w.csv"
+    anonkit_io.write_csv(table, path, sep)
+    csv.field_size_limit(1 << 30)
+    with open(path, newline="", encoding="utf-8") as fh:
+        rows = list(csv.reader(fh, delimiter=sep))
+    assert rows[0] == ["text", "large", "dict", f"odd{sep}name", "sliced"]
+    assert len(rows) == n + 1
+    for i, row in enumerate(rows[1:]):
+        text = awkward[i] or ""
+        assert row == [text, text, labels[i] or "", str(i), text]
+    lines = path.read_bytes().split(b"\n")
+    assert lines[1].decode() == sep.join(["plain", "plain", "b", "0", "plain"])  # no quotes
+    assert lines[2].decode() == sep.join(['""', '""', "", "1", '""'])  # "" is not missing
+    assert lines[3].decode() == sep.join(["", "", f'"c{sep}d"', "2", ""])  # missing: empty
+    # pyarrow's reader wants a value to fit its block: read back without the long one
+    anonkit_io.write_csv(table.slice(0, n - 1), path, sep)
+    back = read_table(path, sep=sep, columns=["text", "dict"])
+    assert back["text"].iloc[3] == f"a{sep}b" and back["text"].iloc[4] == 'say "hi"'
+    assert back["dict"].iloc[3] == 'q"'
+
+
+def test_csv_writer_refuses_a_code_past_its_dictionary(tmp_path: Path) -> None:
+    from anonkit._csv_writer import write_csv as write_rows
+
+    labels = np.array([0, 1], dtype=np.int64)
+    columns = [[(0, 1, 1, None, np.array([5], dtype=np.int32), labels, b"a")]]
+    fd = os.open(tmp_path / "x.csv", os.O_WRONLY | os.O_CREAT)
+    try:
+        with pytest.raises(ValueError, match="past its dictionary"):
+            write_rows(fd, b"h\n", columns, 1, b",")
+    finally:
+        os.close(fd)
+
+
+def test_csv_writer_writes_a_header_for_a_table_without_rows(tmp_path: Path) -> None:
+    empty = pa.table({"a": pa.array([], pa.string()), "b": pa.array([], pa.int64())})
+    anonkit_io.write_csv(empty, tmp_path / "e.csv")
+    assert (tmp_path / "e.csv").read_text() == "a,b\n"
+    no_chunks = pa.table({"a": pa.chunked_array([], pa.string())})
+    anonkit_io.write_csv(no_chunks, tmp_path / "n.csv")
+    assert (tmp_path / "n.csv").read_text() == "a\n"
+
+
+def test_csv_writer_keeps_row_order_across_blocks_and_chunks(tmp_path: Path) -> None:
+    n = 50_000  # several of the writer's blocks, formatted by different threads
+    numbers = np.arange(n)
+    chunked = pa.chunked_array([pa.array(numbers[i:i + 7_000].astype(str))
+                                for i in range(0, n, 7_000)])
+    labels = pa.DictionaryArray.from_arrays(pa.array(numbers % 3, pa.int32()),
+                                            pa.array(["x", "y,z", ""]))
+    anonkit_io.write_csv(pa.table({"n": chunked, "label": labels}), tmp_path / "b.csv")
+    lines = (tmp_path / "b.csv").read_text().splitlines()
+    assert len(lines) == n + 1
+    cells = ["x", '"y,z"', '""']  # quoted where they must be
+    expected = [f"{i},{cells[i % 3]}" for i in range(n)]
+    assert lines[1:] == expected

@@ -639,21 +639,21 @@ def test_write_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     out = tmp_path / "release.csv"
     out.write_text("old content\n")
 
-    import pyarrow.csv as pa_csv
+    from anonkit import io as anonkit_io
 
-    real_write = pa_csv.write_csv
+    real_write = anonkit_io.write_csv
 
     def half_then_crash(table: object, where: object, *args: object, **kw: object) -> None:
         Path(str(where)).write_text("age,s\n[23-25],")
         raise OSError("disk full")
 
-    monkeypatch.setattr(pa_csv, "write_csv", half_then_crash)
+    monkeypatch.setattr(anonkit_io, "write_csv", half_then_crash)
     with pytest.raises(OSError, match="disk full"):
         result.write(out)
     assert out.read_text() == "old content\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["release.csv"]
 
-    monkeypatch.setattr(pa_csv, "write_csv", real_write)
+    monkeypatch.setattr(anonkit_io, "write_csv", real_write)
     assert result.write(out) == out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["release.csv"]
     back = read_table(out)

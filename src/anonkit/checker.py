@@ -37,7 +37,8 @@ from anonkit.models.closeness import TCloseness
 from anonkit.models.diversity import DistinctLDiversity, EntropyLDiversity, RecursiveCLDiversity
 from anonkit.models.ke import KEAnonymity
 from anonkit.models.likeness import BetaLikeness, DeltaDisclosure, EnhancedBetaLikeness
-from anonkit.table import ColumnSpec, Kind, Role, as_list, check_column_names, encode_column
+from anonkit.options import as_list
+from anonkit.table import ColumnSpec, Kind, Role, check_column_names, encode_column
 
 MODEL_SYNTAX = (
     "k=5 (k-anonymity), l=3 (distinct l-diversity), entropy-l=2.5, recursive-cl=3,2 "
@@ -255,11 +256,17 @@ def group_rows(df: pd.DataFrame, columns: Sequence[str]) -> tuple[np.ndarray, in
     n_classes = 1 if n_rows else 0
     span = 1  # ids are < span
     for name in columns:
-        codes, uniques = pd.factorize(df[name], use_na_sentinel=False)
-        # some extension dtypes (Arrow dictionaries) still give -1 for a missing value:
-        # make it a value of its own, past the others
-        codes = np.where(codes < 0, len(uniques), codes)
-        width = len(uniques) + 1
+        column = df[name]
+        if isinstance(column.dtype, pd.CategoricalDtype):  # its codes already are codes
+            codes = column.cat.codes.to_numpy()
+            n_values = len(column.cat.categories)
+        else:
+            codes, uniques = pd.factorize(column, use_na_sentinel=False)
+            n_values = len(uniques)
+        # a Categorical (and some extension dtypes, e.g. Arrow dictionaries) gives -1 for a
+        # missing value: make it a value of its own, past the others
+        codes = np.where(codes < 0, n_values, codes)
+        width = n_values + 1
         if span * width >= 2**62:  # compact the ids before the mixed key could overflow
             ids, distinct = pd.factorize(ids)
             span = len(distinct)

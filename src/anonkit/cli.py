@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import click
 
 from anonkit.errors import AnonkitError, InputError
-from anonkit.table import Role, as_list
+from anonkit.options import as_list, parse_pairs
 
 CONFIG_KEYS = {
     "input", "output", "quasi_identifiers", "sensitive", "identifiers", "k", "l", "t",
@@ -91,17 +91,6 @@ def load_config(path: Path | None) -> dict[str, Any]:
     if "hierarchies" in config:
         config["hierarchies"] = {c: str(base / f) for c, f in config["hierarchies"].items()}
     return config
-
-
-def parse_pairs(pairs: Sequence[str], option: str) -> dict[str, str]:
-    """Repeated ``--option NAME=VALUE`` values as a dict (the release group uses it too)."""
-    out = {}
-    for pair in pairs:
-        name, sep, value = pair.partition("=")
-        if not sep or not name.strip():
-            raise InputError(f"--{option} takes NAME=VALUE, got {pair!r}")
-        out[name.strip()] = value.strip()
-    return out
 
 
 class LazyGroup(click.Group):
@@ -197,9 +186,7 @@ def anonymize(input_path: str | None, output: str | None, config_path: Path | No
 
 def run_anonymize(job: dict[str, Any], progress: bool = True) -> dict[str, Any]:
     """Run one anonymization job (the settings of ``anonymize`` as a dict)."""
-    from anonkit.algorithms.mondrian import Mondrian
-    from anonkit.hierarchy import read_arx_hierarchy
-    from anonkit.io import check_output_path, read_table
+    from anonkit.io import check_output_path, table_columns
 
     for key in ("input", "output"):
         if not job.get(key):
@@ -230,9 +217,22 @@ def run_anonymize(job: dict[str, Any], progress: bool = True) -> dict[str, Any]:
     pending_report: Path | None = None
     try:
         with bar.phase("reading"):
-            df = read_table(job["input"], sep=job.get("separator"), categorical_text=True)
+            # Arrow parses in its own threads, without the GIL: read while pandas and the
+            # algorithm are imported, which takes about as long
+            started = time.perf_counter()
+            reading = _Background(_read_job_input, job, qis)
+            from anonkit.algorithms.mondrian import Mondrian
+            from anonkit.hierarchy import read_arx_hierarchy
+            from anonkit.io import to_pandas
+
+            table, named, verbatim = reading.result()
+            df = to_pandas(table.select(named), categorical_text=True)
+            unchanged = table.select([name for name in table.column_names
+                                      if name not in named])
             hierarchies = {column: read_arx_hierarchy(path, name=column)
                            for column, path in job.get("hierarchies", {}).items()}
+            # (the imports done meanwhile included: they are what reading overlaps)
+            read_seconds = time.perf_counter() - started
         with bar.phase("anonymizing"):
             mondrian = Mondrian(
                 k=job.get("k"), models=model_texts, strategy=job.get("strategy", "widest"),
@@ -245,6 +245,7 @@ def run_anonymize(job: dict[str, Any], progress: bool = True) -> dict[str, Any]:
                 df, qis, sensitive=as_list(job.get("sensitive")) or None,
                 identifiers=as_list(job.get("identifiers")), hierarchies=hierarchies,
                 kinds=job.get("kinds") or None)
+        result.timings = {"read": read_seconds, **result.timings}
         result.require_passed()  # refused (ModelNotMetError) unless every model holds
         # both files or neither: the report goes to a temp name first, is renamed last
         if report is not None:
@@ -255,7 +256,8 @@ def run_anonymize(job: dict[str, Any], progress: bool = True) -> dict[str, Any]:
                 render_report(result, df, pending_report)
         with bar.phase("writing"):
             t0 = time.perf_counter()
-            result.write(job["output"])
+            result.write(job["output"], unchanged=unchanged, verbatim=verbatim,
+                         column_order=table_columns(job["input"], job.get("separator")))
             result.timings["write"] = time.perf_counter() - t0
         if pending_report is not None and report is not None:
             os.replace(pending_report, report)
@@ -272,8 +274,67 @@ def run_anonymize(job: dict[str, Any], progress: bool = True) -> dict[str, Any]:
         "metrics": result.metrics,
         "timings": result.timings,
         "summary": result.summary(),
-        "released_unchanged": result.schema.names(Role.INSENSITIVE),
+        "released_unchanged": unchanged.column_names,
     }
+
+
+def _read_job_input(job: dict[str, Any], qis: list[str]) -> tuple[Any, list[str], bool]:
+    """The input as an Arrow table, the columns the job names (in table order), and
+    whether the others are verbatim text. Imports no pandas (see :class:`_Background`).
+
+    Columns nobody gave a role are released unchanged: they stay in Arrow, never loaded
+    into pandas, and when both files are CSV they are read as text and written back as it
+    was (``007`` stays ``007``, ``1.50`` stays ``1.50``), which is also the cheapest way.
+    """
+    from anonkit.io import read_arrow, table_columns, table_format
+
+    sep = job.get("separator")
+    names = table_columns(job["input"], sep)
+    named: dict[str, str] = {}
+    for role, columns in (("quasi-identifier", qis),
+                          ("sensitive", as_list(job.get("sensitive"))),
+                          ("identifier", as_list(job.get("identifiers")))):
+        for name in columns:
+            named.setdefault(name, role)
+    for key, option in (("hierarchies", "hierarchy"), ("generalization", "generalization"),
+                        ("kinds", "kind")):
+        for name in job.get(key) or {}:
+            named.setdefault(name, f"--{option} column")
+    others = [name for name in names if name not in named]
+    verbatim = table_format(job["input"]) == "csv" and table_format(job["output"]) == "csv"
+    table = read_arrow(job["input"], sep, text_columns=others if verbatim else (),
+                       dictionary_text=True)
+    for name, role in named.items():  # after reading: an unreadable file is told first
+        if name not in names:
+            raise InputError(f"unknown column {name!r} given as {role}; the table has: "
+                             f"{', '.join(names)}")
+    return table, [name for name in names if name in named], verbatim
+
+
+class _Background:
+    """``fn(*args)`` in a thread of its own; :meth:`result` waits and returns it, or
+    raises what it raised."""
+
+    def __init__(self, fn: Callable[..., Any], *args: Any) -> None:
+        import threading
+
+        self._outcome: tuple[bool, Any] = (False, None)
+
+        def run() -> None:
+            try:
+                self._outcome = (True, fn(*args))
+            except BaseException as exc:  # handed to the caller by result()
+                self._outcome = (False, exc)
+
+        self._thread = threading.Thread(target=run, name="anonkit-read", daemon=True)
+        self._thread.start()
+
+    def result(self) -> Any:
+        self._thread.join()
+        done, value = self._outcome
+        if not done:
+            raise value
+        return value
 
 
 @main.command()
@@ -362,7 +423,7 @@ def run() -> None:
     """The ``anonkit`` console script: run the command, then leave without the
     interpreter's teardown.
 
-    Shutting down numba's and Arrow's thread pools and unloading their libraries takes about
+    Shutting down Arrow's thread pools and unloading their libraries takes about
     half a second -- a third of a whole run on a table the size of UCI Adult. By then every
     output has been written to a temp file, fsynced and renamed (and the history committed),
     so there is nothing left to clean up; the standard streams are flushed first.

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -74,12 +75,20 @@ class ColumnGeneralization:
     lo: np.ndarray  # (n_classes,) smallest code in the class
     hi: np.ndarray  # (n_classes,) largest code in the class
 
+    @cached_property
+    def label_codes(self) -> tuple[np.ndarray, np.ndarray]:
+        """(per class, the index of its label in the second array; the distinct labels):
+        classes with the same label have the same index."""
+        codes, distinct = pd.factorize(self.labels)  # hashing: no sort of strings
+        return codes, np.asarray(distinct)
+
     def released(self, class_ids: np.ndarray) -> pd.Series | pd.Categorical:
         """The released column: per row, its class's label (a Categorical, no row strings)."""
         if self.form in (Form.MEAN, Form.MEDIAN):
             return pd.Series(np.asarray(self.labels, dtype=np.float64)[class_ids])
-        codes, categories = pd.factorize(self.labels)  # hashing: no sort of strings
-        return pd.Categorical.from_codes(codes[class_ids], categories=categories)
+        codes, categories = self.label_codes
+        narrow = codes.astype(np.int32 if len(categories) >= 2**15 else np.int16)
+        return pd.Categorical.from_codes(narrow[class_ids], categories=categories)
 
 
 def generalize_column(column: EncodedColumn, order: np.ndarray, starts: np.ndarray,
@@ -184,21 +193,27 @@ def _sets(column: EncodedColumn, grouped: np.ndarray,
 
 def _sets_by_sorting(column: EncodedColumn, grouped: np.ndarray,
                      starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     n_classes = len(starts)
     card = column.cardinality
     cls = _class_of_position(starts, len(grouped))
-    keys = np.unique(cls * card + grouped.astype(np.int64))
+    # classes are runs of ascending ids already: a stable sort only orders each run
+    keys = np.sort(cls * card + grouped.astype(np.int64), kind="stable")
+    first = np.concatenate([[True], keys[1:] != keys[:-1]]) if len(keys) else keys
+    keys = keys[first]
     key_class = keys // card
     key_code = keys % card
     distinct = np.bincount(key_class, minlength=n_classes)
     loss = (distinct - 1) / (card - 1) if card > 1 else np.zeros(n_classes)
-    # "a," + "b," + ... per class by one reduceat over the members (no per-class Python)
-    first_member = np.concatenate([[0], np.cumsum(distinct)[:-1]])
-    text = _value_text(column, key_code)
-    joined = np.add.reduceat(text + ",", first_member)
-    inner = np.array([members[:-1] for members in joined], dtype=object)  # the last ","
-    labels = np.where(distinct == 1, text[first_member], "{" + inner + "}")
-    return labels, loss
+    # "{a,b,c}" per class, joined in Arrow: no Python string per member
+    member_offsets = np.concatenate([[0], np.cumsum(distinct)]).astype(np.int32)
+    members = pa.array(_value_text(column).astype(str)).take(pa.array(key_code))
+    joined = pc.binary_join(pa.ListArray.from_arrays(pa.array(member_offsets), members), ",")
+    braced = pc.binary_join_element_wise("{", joined, "}", "")
+    labels = pc.if_else(pa.array(distinct == 1), joined, braced)
+    return labels.to_numpy(zero_copy_only=False), loss
 
 
 def _hierarchy(column: EncodedColumn, grouped: np.ndarray, starts: np.ndarray,

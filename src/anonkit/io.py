@@ -23,18 +23,23 @@ from __future__ import annotations
 import codecs
 import csv
 import os
+import re
 import secrets
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from anonkit.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "CSV_SEPARATORS",
@@ -93,6 +98,26 @@ def read_table(
     more than parsing the file) and encoding, grouping and writing work on the codes. The
     command line reads this way; the default (object text) is what pandas users expect.
     """
+    table = read_arrow(path, sep, columns, text_columns=text_columns, fmt=fmt,
+                       dictionary_text=categorical_text)
+    return to_pandas(table, categorical_text)
+
+
+def read_arrow(
+    path: str | Path,
+    sep: str | None = None,
+    columns: Sequence[str] | None = None,
+    *,
+    text_columns: Sequence[str] = (),
+    fmt: str | None = None,
+    dictionary_text: bool = False,
+) -> pa.Table:
+    """:func:`read_table` without the conversion to pandas: an Arrow table (imports no
+    pandas, so a caller can read while pandas is still being imported).
+
+    ``dictionary_text=True`` (CSV) dictionary-encodes text columns while parsing, which
+    :func:`to_pandas` with ``categorical_text=True`` then takes as they are; the
+    ``text_columns`` stay plain text."""
     path = Path(path)
     if not path.exists():
         raise InputError(f"input file not found: {path}; check the path")
@@ -103,12 +128,26 @@ def read_table(
     if table_format(path, fmt) == "parquet":
         table = _read_parquet(path, columns)
     else:
-        table = _read_csv(path, sep, columns, list(text_columns))
+        table = _read_csv(path, sep, columns, list(text_columns), dictionary_text)
     if table.num_rows == 0:
         what = "has no rows" if table_format(path, fmt) == "parquet" else \
             "has a header but no data rows"
         raise InputError(f"{path} {what}; give at least one data row")
-    return _to_pandas(table, categorical_text)
+    return table
+
+
+def table_columns(path: str | Path, sep: str | None = None, fmt: str | None = None) -> list[str]:
+    """The column names of a CSV or Parquet file (stripped, as :func:`read_table` gives
+    them), from its header or schema alone."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"input file not found: {path}; check the path")
+    if table_format(path, fmt) == "parquet":
+        try:
+            return [name.strip() for name in pq.read_schema(path).names]
+        except (pa.ArrowException, OSError) as exc:
+            raise InputError(f"cannot read {path} as Parquet ({_first_line(exc)})") from None
+    return [name.strip() for name in _csv_header(path, sep)[1]]
 
 
 def _read_parquet(path: Path, columns: list[str] | None) -> pa.Table:
@@ -128,17 +167,9 @@ def _read_parquet(path: Path, columns: list[str] | None) -> pa.Table:
 
 
 def _read_csv(path: Path, sep: str | None, columns: list[str] | None,
-              text_columns: list[str]) -> pa.Table:
-    header_line = _header_line(path)
-    if header_line is None:
-        raise InputError(f"{path} is empty; give a CSV file with a header line and rows")
-    try:
-        header_text = header_line.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise _not_utf8(path) from None
-    sep = _resolve_sep(sep, header_text)
+              text_columns: list[str], dictionary_text: bool = False) -> pa.Table:
+    sep, raw_names = _csv_header(path, sep)
     # raw names (before stripping) are what pyarrow matches in include_columns/column_types
-    raw_names = next(csv.reader([header_text.rstrip("\r\n")], delimiter=sep), [])
     header = [name.strip() for name in raw_names]
     _check_duplicates(path, header)
     raw_of = dict(zip(header, raw_names, strict=True))
@@ -153,11 +184,15 @@ def _read_csv(path: Path, sep: str | None, columns: list[str] | None,
     include = None if columns is None else [raw_of[c] for c in columns]
 
     def read(parse: pa_csv.ParseOptions) -> tuple[pa.Table, list[str]]:
-        int_columns = [c for c in _sample_integer_columns(path, parse)
-                       if c in wanted and c not in forced]
-        convert = pa_csv.ConvertOptions(
-            include_columns=include,
-            column_types={c: pa.string() for c in (*forced, *int_columns)})
+        sample = [f for f in _sample_schema(path, parse) if f.name in wanted and
+                  f.name not in forced]
+        # integers may hide leading zeros: read as text, decided below
+        int_columns = [f.name for f in sample if pa.types.is_integer(f.type)]
+        types = {c: pa.string() for c in (*forced, *int_columns)}
+        if dictionary_text:
+            types |= {f.name: pa.dictionary(pa.int32(), pa.string()) for f in sample
+                      if pa.types.is_string(f.type)}
+        convert = pa_csv.ConvertOptions(include_columns=include, column_types=types)
         return pa_csv.read_csv(path, parse_options=parse, convert_options=convert), int_columns
 
     try:
@@ -183,6 +218,19 @@ def _read_csv(path: Path, sep: str | None, columns: list[str] | None,
     return table
 
 
+def _csv_header(path: Path, sep: str | None) -> tuple[str, list[str]]:
+    """The separator (given or sniffed) and the raw column names of a CSV file."""
+    header_line = _header_line(path)
+    if header_line is None:
+        raise InputError(f"{path} is empty; give a CSV file with a header line and rows")
+    try:
+        header_text = header_line.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise _not_utf8(path) from None
+    sep = _resolve_sep(sep, header_text)
+    return sep, next(csv.reader([header_text.rstrip("\r\n")], delimiter=sep), [])
+
+
 def _header_line(path: Path) -> bytes | None:
     """The first non-blank line (pyarrow skips blank lines too); None for a blank file."""
     with open(path, "rb") as fh:
@@ -192,14 +240,11 @@ def _header_line(path: Path) -> bytes | None:
     return None
 
 
-def _sample_integer_columns(path: Path, parse: pa_csv.ParseOptions) -> list[str]:
-    """Columns typed integer in the first block: the ones that may hide leading zeros."""
+def _sample_schema(path: Path, parse: pa_csv.ParseOptions) -> pa.Schema:
+    """The column types pyarrow infers from the first block of the file."""
     options = pa_csv.ReadOptions(block_size=_SAMPLE_BLOCK, use_threads=False)
     with pa_csv.open_csv(path, read_options=options, parse_options=parse) as reader:
-        return [f.name for f in reader.schema if pa.types.is_integer(f.type)]
-
-
-_NULL_TEXTS = pa.array(pa_csv.ConvertOptions().null_values, type=pa.string())
+        return reader.schema
 
 
 def _integers_unless_leading_zeros(column: pa.ChunkedArray) -> pa.ChunkedArray:
@@ -208,19 +253,20 @@ def _integers_unless_leading_zeros(column: pa.ChunkedArray) -> pa.ChunkedArray:
     not a number), and float64 or text when later rows are not whole numbers."""
     if pc.any(pc.starts_with(column, "0")).as_py():  # cheap test first: '0' itself is common
         trimmed = pc.utf8_trim_whitespace(column)
-        code_like = pc.and_(pc.starts_with(trimmed, "0"),
-                            pc.greater(pc.binary_length(trimmed), 1))
+        code_like = pc.match_substring_regex(trimmed, "^0.")  # (no scalars: see below)
         if pc.any(code_like).as_py():
             return column
     with suppress(pa.ArrowInvalid):  # fast path: plain digits, no missing cells
         return pc.cast(column, pa.int64())
     trimmed = pc.utf8_trim_whitespace(column)
     if pc.any(pc.starts_with(trimmed, "0")).as_py():  # ' 0213' hides behind a space
-        code_like = pc.and_(pc.starts_with(trimmed, "0"),
-                            pc.greater(pc.binary_length(trimmed), 1))
+        code_like = pc.match_substring_regex(trimmed, "^0.")
         if pc.any(code_like).as_py():
             return column
-    values = pc.if_else(pc.is_in(trimmed, value_set=_NULL_TEXTS),
+    # pyarrow imports pandas on its first conversion of a Python value (a scalar, a list):
+    # the usual path has none, so reading can run while pandas is being imported
+    null_texts = pa.array(pa_csv.ConvertOptions().null_values, type=pa.string())
+    values = pc.if_else(pc.is_in(trimmed, value_set=null_texts),
                         pa.scalar(None, pa.string()), trimmed)
     for target in (pa.int64(), pa.float64()):
         with suppress(pa.ArrowInvalid):
@@ -318,9 +364,10 @@ def _first_line(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
-def _to_pandas(table: pa.Table, categorical_text: bool = False) -> pd.DataFrame:
-    """numpy-backed columns: text as object (or Categorical, see :func:`read_table`),
-    dictionaries decoded unless text is wanted categorical, decimals as float64."""
+def to_pandas(table: pa.Table, categorical_text: bool = False) -> pd.DataFrame:
+    """A table read by :func:`read_arrow` as :func:`read_table` returns it: numpy-backed
+    columns, text as object (or Categorical, see :func:`read_table`), dictionaries decoded
+    unless text is wanted categorical, decimals as float64."""
     for i, field in enumerate(table.schema):
         is_text = pa.types.is_string(field.type) or pa.types.is_large_string(field.type)
         if categorical_text and is_text:
@@ -340,19 +387,23 @@ def _to_pandas(table: pa.Table, categorical_text: bool = False) -> pd.DataFrame:
 # --------------------------------------------------------------------------- writing
 
 
-def write_table(df: pd.DataFrame, path: str | Path, fmt: str | None = None, *,
-                sep: str | None = None) -> None:
-    """Write ``df`` (without its index) as CSV or Parquet, atomically.
+def write_table(table: pd.DataFrame | pa.Table, path: str | Path, fmt: str | None = None, *,
+                sep: str | None = None, verbatim: Sequence[str] = ()) -> None:
+    """Write ``table`` (a DataFrame, without its index, or an Arrow table) as CSV or
+    Parquet, atomically.
 
     ``fmt`` defaults from the suffix (see :func:`table_format`). CSV uses ``sep``
-    (default ',' and '\\t' for ``.tsv``), quotes text values (pyarrow's "needed" style:
-    every text value is quoted, numbers are not), writes missing values as empty cells and
-    dates without a time of day as ``YYYY-MM-DD``. Categorical columns are written by
-    decoding their dictionary in Arrow, never through per-row Python strings.
+    (default ',' and '\\t' for ``.tsv``) and is written by :func:`write_csv`: text is
+    quoted only where it must be, missing values are empty cells, dates without a time of
+    day are ``YYYY-MM-DD``. Categorical columns are written from their codes, never through
+    per-row Python strings. ``verbatim`` names text columns that hold cells exactly as read
+    from a CSV file (see :func:`read_arrow`): there an empty text is written as an empty
+    cell, as it was read.
     """
     path = Path(path)
     fmt = table_format(path, fmt)
-    table = _to_arrow(df)
+    if not isinstance(table, pa.Table):
+        table = to_arrow(table)
     with atomic_write(path) as tmp:
         if fmt == "parquet":
             pq.write_table(table, tmp)
@@ -360,17 +411,18 @@ def write_table(df: pd.DataFrame, path: str | Path, fmt: str | None = None, *,
         if sep is None:
             sep = "\t" if path.suffix.lower() == ".tsv" else ","
         sep = _resolve_sep(sep, "")
-        table = _csv_ready(table)
-        options = pa_csv.WriteOptions(include_header=True, delimiter=sep)
         try:
-            pa_csv.write_csv(table, tmp, write_options=options)
+            write_csv(_csv_ready(table), tmp, sep, verbatim)
         except pa.ArrowException as exc:
             raise InputError(f"cannot write {path} as CSV ({_first_line(exc)})") from None
 
 
-def _to_arrow(df: pd.DataFrame) -> pa.Table:
-    """Column by column, so one column of mixed types (numbers and text in an object
+def to_arrow(df: pd.DataFrame) -> pa.Table:
+    """``df`` (without its index) as an Arrow table, Categoricals as dictionaries. Column
+    by column, so one column of mixed types (numbers and text in an object
     column) is written as text instead of failing the whole table."""
+    import pandas as pd
+
     if not isinstance(df, pd.DataFrame):
         raise InputError(f"write_table needs a pandas DataFrame, got {type(df).__name__}")
     names = [str(c) for c in df.columns]
@@ -388,13 +440,87 @@ def _to_arrow(df: pd.DataFrame) -> pa.Table:
     return pa.Table.from_arrays(arrays, names=names)
 
 
+def write_csv(table: pa.Table, path: str | Path, sep: str = ",",
+              verbatim: Sequence[str] = ()) -> None:
+    """Write ``table`` as CSV to ``path`` (not atomically: see :func:`write_table`).
+
+    Text is quoted only where it must be (it holds the separator, a quote or a line
+    break, or is empty: ``""`` is an empty text, an empty field a missing value, except in
+    the ``verbatim`` columns, see :func:`write_table`); quotes inside are doubled.
+    Dictionary columns are written from their codes, each label escaped once; other columns
+    are cast to text by Arrow (numbers, dates, booleans).
+    """
+    from anonkit._csv_writer import write_csv as write_rows
+
+    header = sep.join(_escape_cell(name, sep) for name in table.column_names) + "\n"
+    columns = [_csv_chunks(table[i], sep, name in verbatim)
+               for i, name in enumerate(table.column_names)]
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+    try:
+        write_rows(fd, header.encode(), columns, table.num_rows, sep.encode())
+    finally:
+        os.close(fd)
+
+
+def _escape_cell(text: str, sep: str) -> str:
+    if text == "" or any(c in text for c in (sep, '"', "\n", "\r")):
+        return '"' + text.replace('"', '""') + '"'
+    return text
+
+
+def _escaped_texts(values: pa.Array, sep: str) -> pa.Array:
+    """``values`` as CSV cells (see :func:`write_csv`), missing ones as empty text."""
+    text = pc.cast(values, pa.string()) if not pa.types.is_string(values.type) else values
+    special = pc.or_(pc.match_substring_regex(text, f'[{re.escape(sep)}"\r\n]'),
+                     pc.equal(pc.binary_length(text), 0))
+    quoted = pc.binary_join_element_wise(
+        '"', pc.replace_substring(text, '"', '""'), '"', "")
+    return pc.fill_null(pc.if_else(special, quoted, text), "")
+
+
+def _csv_chunks(column: pa.ChunkedArray, sep: str, verbatim: bool) -> list[tuple[object, ...]]:
+    """The chunks of one column as the C writer takes them (see ``_csv_writer.c``)."""
+    if not pa.types.is_dictionary(column.type) and not pa.types.is_string(column.type) \
+            and not pa.types.is_large_string(column.type):
+        column = pc.cast(column, pa.string())
+    chunks: list[tuple[object, ...]] = []
+    escaped: dict[int, tuple[np.ndarray, pa.Buffer, int]] = {}  # per dictionary, once
+    for chunk in column.chunks:
+        if len(chunk) == 0:
+            continue
+        valid = chunk.is_valid().to_numpy(zero_copy_only=False).view(np.uint8) \
+            if chunk.null_count else None
+        if pa.types.is_dictionary(chunk.type):
+            key = id(chunk.dictionary)
+            if key not in escaped:
+                labels = _escaped_texts(chunk.dictionary, sep)
+                escaped[key] = (*_string_buffers(labels, wide=True), len(labels))
+            offsets, data, n_labels = escaped[key]
+            indices = chunk.indices.fill_null(0).cast(pa.int32()).to_numpy()
+            chunks.append((0, len(chunk), n_labels, valid, indices, offsets, data))
+        else:
+            offsets, data = _string_buffers(chunk, wide=pa.types.is_large_string(chunk.type))
+            chunks.append((2 if verbatim else 1, len(chunk), offsets.itemsize, valid, offsets,
+                           data, None))
+    return chunks
+
+
+def _string_buffers(array: pa.Array, wide: bool) -> tuple[np.ndarray, pa.Buffer]:
+    """Offsets (``length + 1`` of them, int64 if ``wide`` else as stored) and data of a
+    string array, zero-copy where Arrow's layout allows."""
+    _, offsets_buf, data_buf = array.buffers()
+    stored = np.int64 if pa.types.is_large_string(array.type) else np.int32
+    offsets = np.frombuffer(offsets_buf, dtype=stored)[array.offset:array.offset + len(array) + 1]
+    if data_buf is None:  # every value empty
+        data_buf = pa.py_buffer(b"")
+    return (offsets.astype(np.int64) if wide and stored is np.int32 else offsets), data_buf
+
+
 def _csv_ready(table: pa.Table) -> pa.Table:
-    """Types the CSV writer handles well: dictionary -> its values, timestamps that are
-    all at midnight -> date32 (``2021-03-04`` instead of ``2021-03-04 00:00:00.000``)."""
+    """Timestamps that are all at midnight as date32 (``2021-03-04`` instead of
+    ``2021-03-04 00:00:00.000``)."""
     for i, field in enumerate(table.schema):
         column = table[i]
-        if pa.types.is_dictionary(field.type):
-            column = pc.cast(column, field.type.value_type)
         if pa.types.is_timestamp(column.type) and column.type.tz is None and \
                 pc.all(pc.equal(pc.floor_temporal(column, unit="day"), column)).as_py() \
                 is not False:  # (a cast to date32 would silently drop a time of day)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -11,6 +13,9 @@ import pandas as pd
 from anonkit.errors import ModelNotMetError
 from anonkit.models.base import Verdict
 from anonkit.table import Schema
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 @dataclass
@@ -61,12 +66,34 @@ class AnonymizationResult:
             failed = "; ".join(str(v) for v in self.failures()) or "no verdict was computed"
             raise ModelNotMetError(f"release refused, the privacy model is not met: {failed}")
 
-    def write(self, path: str | Path, fmt: str | None = None) -> Path:
-        """Write the release atomically (temp file + rename); refused unless it passed."""
-        from anonkit.io import write_table
+    def write(self, path: str | Path, fmt: str | None = None, *,
+              unchanged: pa.Table | None = None, column_order: Sequence[str] | None = None,
+              verbatim: bool = False) -> Path:
+        """Write the release atomically (temp file + rename); refused unless it passed.
+
+        ``unchanged``: further columns released as they are, kept in Arrow and never
+        loaded into pandas (the command line reads the columns nobody gave a role this
+        way). They join the columns of ``data`` in ``column_order`` (default: those of
+        ``data``, then the others). ``verbatim``: their text holds cells exactly as read
+        from a CSV file (see :func:`anonkit.io.write_table`).
+        """
+        import pyarrow as pa
+
+        from anonkit.io import to_arrow, write_table
 
         self.require_passed()
-        write_table(self.data, path, fmt=fmt)
+        table = to_arrow(self.data)
+        if unchanged is not None:
+            if unchanged.num_rows != table.num_rows:
+                raise ValueError(f"the unchanged columns have {unchanged.num_rows} rows, the "
+                                 f"release {table.num_rows}")
+            columns = dict(zip(table.column_names, table.columns, strict=True))
+            columns |= dict(zip(unchanged.column_names, unchanged.columns, strict=True))
+            order = list(column_order) if column_order is not None else list(columns)
+            table = pa.table({name: columns[name] for name in order if name in columns})
+        write_table(table, path, fmt=fmt,
+                    verbatim=unchanged.column_names if unchanged is not None and verbatim
+                    else ())
         return Path(path)
 
     def summary(self) -> str:

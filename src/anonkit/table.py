@@ -12,7 +12,7 @@ subtree is a run of consecutive codes) and alphabetically otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import cached_property
@@ -416,12 +416,3 @@ def _order_with_hierarchy(distinct: np.ndarray, spec: ColumnSpec,
     code_of_leaf[order] = np.arange(len(order), dtype=np.int32)
     values = hierarchy.leaves[order].astype(object)
     return code_of_leaf[leaf_of_distinct], values, order.astype(np.int32)
-
-
-def as_list(value: str | Iterable[str] | None) -> list[str]:
-    """``"a,b"`` or ``["a", "b"]`` -> ``["a", "b"]``."""
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [v.strip() for v in value.split(",") if v.strip()]
-    return list(value)

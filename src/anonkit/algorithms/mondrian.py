@@ -387,9 +387,10 @@ def class_table(generalized: Sequence[ColumnGeneralization],
     partition: partitions with the same label on every QI are one class to an adversary."""
     from anonkit.checker import group_rows
 
-    labels = pd.DataFrame({g.column: g.labels for g in generalized})
-    class_of_partition, n_classes, first_partition = group_rows(labels, list(labels.columns))
-    table = labels.iloc[first_partition].reset_index(drop=True)
+    label_codes = pd.DataFrame({g.column: g.label_codes[0] for g in generalized})
+    class_of_partition, n_classes, first_partition = group_rows(label_codes,
+                                                                list(label_codes.columns))
+    table = pd.DataFrame({g.column: g.labels[first_partition] for g in generalized})
     table.insert(0, "size", np.bincount(class_of_partition, weights=sizes,
                                         minlength=n_classes).astype(np.int64))
     return table, class_of_partition

@@ -17,9 +17,9 @@ from typing import ParamSpec, TypeVar
 
 import click
 
-from anonkit.cli import parse_pairs
 from anonkit.errors import AnonkitError
 from anonkit.models.base import format_parameters
+from anonkit.options import parse_pairs
 from anonkit.releases.store import DEFAULT_HISTORY, HISTORY_ENV, HistoryStore, ReleaseInfo
 
 P = ParamSpec("P")
@@ -107,8 +107,8 @@ def publish_cmd(input_path: Path, dataset: str, key: str, method: str, qi: str,
     """Anonymize INPUT and publish it as the next release of --dataset."""
     from anonkit.hierarchy import read_arx_hierarchy
     from anonkit.io import check_output_path, read_table
+    from anonkit.options import as_list
     from anonkit.releases.publish import PublishRequest, publish
-    from anonkit.table import as_list
 
     check_output_path(input_path, output)
     method_options: dict[str, object] = {name: _option_value(value)

@@ -1,0 +1,22 @@
+"""Build of the C extensions (the Mondrian kernel, the CSV writer); all other metadata is in
+pyproject.toml."""
+
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        Extension(
+            "anonkit.algorithms._mondrian_c",
+            ["src/anonkit/algorithms/_mondrian_c.c"],
+            # no contraction of a * b + c into one fused instruction: entropy scores, and
+            # so the dimensions chosen, are the same on every platform
+            extra_compile_args=["-O3", "-ffp-contract=off"],
+        ),
+        Extension(
+            "anonkit._csv_writer",
+            ["src/anonkit/_csv_writer.c"],
+            extra_compile_args=["-O3", "-pthread"],
+            extra_link_args=["-pthread"],
+        ),
+    ],
+)
