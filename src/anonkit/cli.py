@@ -423,10 +423,10 @@ def run() -> None:
     """The ``anonkit`` console script: run the command, then leave without the
     interpreter's teardown.
 
-    Shutting down Arrow's thread pools and unloading their libraries takes about
-    half a second -- a third of a whole run on a table the size of UCI Adult. By then every
-    output has been written to a temp file, fsynced and renamed (and the history committed),
-    so there is nothing left to clean up; the standard streams are flushed first.
+    Shutting down Arrow's thread pools, freeing every object and unloading the extension
+    libraries takes about 0.1 s, a sixth of a whole run on a table the size of UCI Adult. By
+    then every output has been written to a temp file, fsynced and renamed (and the history
+    committed), so there is nothing left to clean up; the standard streams are flushed first.
     """
     try:
         main()

@@ -57,6 +57,9 @@ CSV_SEPARATORS = (",", ";", "\t", "|")
 PARQUET_SUFFIXES = (".parquet", ".pq")
 
 _SAMPLE_BLOCK = 1 << 20  # bytes used to find the integer columns before the full read
+# blocks the reader parses in parallel: pyarrow's 1 MiB default makes a million rows into
+# ~100 chunks, each with its own dictionary to unify later, and refuses longer values
+_READ_BLOCK = 8 << 20
 _SEP_NAMES = {"tab": "\t", "\\t": "\t", "comma": ",", "semicolon": ";", "pipe": "|"}
 
 
@@ -193,7 +196,8 @@ def _read_csv(path: Path, sep: str | None, columns: list[str] | None,
             types |= {f.name: pa.dictionary(pa.int32(), pa.string()) for f in sample
                       if pa.types.is_string(f.type)}
         convert = pa_csv.ConvertOptions(include_columns=include, column_types=types)
-        return pa_csv.read_csv(path, parse_options=parse, convert_options=convert), int_columns
+        return pa_csv.read_csv(path, read_options=pa_csv.ReadOptions(block_size=_READ_BLOCK),
+                               parse_options=parse, convert_options=convert), int_columns
 
     try:
         try:
