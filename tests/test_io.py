@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import stat
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -474,3 +476,31 @@ def test_csv_writer_keeps_row_order_across_blocks_and_chunks(tmp_path: Path) -> 
     cells = ["x", '"y,z"', '""']  # quoted where they must be
     expected = [f"{i},{cells[i % 3]}" for i in range(n)]
     assert lines[1:] == expected
+
+
+@pytest.mark.parametrize("where", ["tmp", "shm"])
+def test_csv_writer_direct_output_is_the_buffered_output(tmp_path: Path, where: str,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Large outputs go through O_DIRECT where the file system has it (ext4 has, tmpfs
+    refuses it): the bytes are the same either way, tail included (not a whole block)."""
+    folder = tmp_path
+    if where == "shm":
+        if not Path("/dev/shm").is_dir():
+            pytest.skip("no /dev/shm here")
+        folder = Path(tempfile.mkdtemp(dir="/dev/shm"))
+    n = 123_457
+    table = pa.table({"n": pa.array(np.arange(n)),
+                      "label": pa.DictionaryArray.from_arrays(
+                          pa.array(np.arange(n) % 5, pa.int32()),
+                          pa.array(["a", "bb,b", "c" * 300, 'd"d', ""]))})
+    try:
+        monkeypatch.setattr(anonkit_io, "_DIRECT_ROWS", 10**12)
+        anonkit_io.write_csv(table, folder / "buffered.csv")
+        monkeypatch.setattr(anonkit_io, "_DIRECT_ROWS", 0)
+        anonkit_io.write_csv(table, folder / "direct.csv")
+        buffered = (folder / "buffered.csv").read_bytes()
+        assert len(buffered) > (8 << 20) and len(buffered) % 4096  # > one stage, odd tail
+        assert (folder / "direct.csv").read_bytes() == buffered
+    finally:
+        if where == "shm":
+            shutil.rmtree(folder)

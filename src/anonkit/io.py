@@ -459,11 +459,29 @@ def write_csv(table: pa.Table, path: str | Path, sep: str = ",",
     header = sep.join(_escape_cell(name, sep) for name in table.column_names) + "\n"
     columns = [_csv_chunks(table[i], sep, name in verbatim)
                for i, name in enumerate(table.column_names)]
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+    fd = _open_for_writing(path, direct=table.num_rows >= _DIRECT_ROWS)
     try:
         write_rows(fd, header.encode(), columns, table.num_rows, sep.encode())
     finally:
         os.close(fd)
+
+
+#: from this many rows, CSV goes straight to the device (O_DIRECT, where the system has it)
+_DIRECT_ROWS = 200_000
+
+
+def _open_for_writing(path: str | Path, direct: bool) -> int:
+    """A new (or truncated) file, opened with O_DIRECT when ``direct`` and possible.
+
+    Copying hundreds of megabytes into the page cache costs the kernel as much CPU as
+    formatting them; written directly they go from the writer's buffer to the device while
+    the next rows are formatted. A file system without direct I/O (tmpfs) refuses the flag:
+    then the file is opened as usual."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+    if direct and hasattr(os, "O_DIRECT"):
+        with suppress(OSError):
+            return os.open(path, flags | os.O_DIRECT, 0o666)
+    return os.open(path, flags, 0o666)
 
 
 def _escape_cell(text: str, sep: str) -> str:
