@@ -419,3 +419,19 @@ def test_grouping_a_categorical_is_grouping_its_values() -> None:
     assert n == cat_n == 4  # (b,1) (None,1) (a,2) (c,2): the missing value is a value
     assert ids.tolist() == cat_ids.tolist() == [0, 1, 2, 0, 1, 3, 2]
     assert first.tolist() == cat_first.tolist() == [0, 1, 2, 5]
+
+
+def test_grouping_many_columns_of_many_values() -> None:
+    """Codes of many columns would overflow one 64-bit key: they are compacted on the way
+    (and a Categorical's missing value is still a value of its own)."""
+    rng = np.random.default_rng(5)
+    n = 5_000
+    df = pd.DataFrame({f"c{i}": rng.integers(0, 3_000, n) for i in range(9)})
+    df["c0"] = df["c0"] % 3  # a few values only: many rows share them
+    df["c1"] = pd.Categorical(np.where(rng.random(n) < 0.2, None, df["c1"] % 2))
+    ids, n_classes, first = group_rows(df, list(df.columns))
+    expected = df.groupby(list(df.columns), dropna=False, sort=False, observed=True).ngroup()
+    assert ids.tolist() == expected.tolist()
+    assert n_classes == expected.max() + 1
+    assert (ids[first] == np.arange(n_classes)).all()
+    assert (first == np.sort(first)).all()

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from anonkit.errors import InputError
 from anonkit.generalization import (
     MISSING_LABEL,
+    ColumnGeneralization,
     Form,
     default_form,
     generalize_column,
@@ -132,6 +133,70 @@ def test_set_labels_for_many_values(card: int) -> None:
         expected = members[0] if len(members) == 1 else "{" + ",".join(members) + "}"
         assert g.labels[c] == expected
         assert g.loss[c] == pytest.approx((len(members) - 1) / (card - 1))
+        codes = col.codes[order[s:e]]
+        assert (g.lo[c], g.hi[c]) == (codes.min(), codes.max())
+    assert_label_codes_number_the_labels(g)
+
+
+@pytest.mark.parametrize("filler", [0, 300])  # one word of bits, or sets by sorting
+def test_sets_spelled_alike_are_one_label(filler: int) -> None:
+    """Distinct sets can print alike: {"a,b", "c"} and {"a", "b,c"} are both "{a,b,c}", the
+    value "{a,b}" is the set {a, b}. A reader cannot tell them apart: one label code."""
+    values = ["a,b", "c", "a", "b,c", "{a,b}", "a", "b", *[f"f{i:03d}" for i in range(filler)]]
+    col = column(values)
+    g = generalize_column(col, np.arange(len(values)), np.array([0, 2, 4, 5] + (
+        [7] if filler else []), dtype=np.int64), Form.SET)
+    assert list(g.labels[:4]) == ["{a,b,c}", "{a,b,c}", "{a,b}", "{a,b}"]
+    codes = g.label_codes[0]
+    assert codes[0] == codes[1] and codes[2] == codes[3] and codes[0] != codes[2]
+    assert_label_codes_number_the_labels(g)
+
+
+@pytest.mark.parametrize("filler", [0, 300])
+def test_the_value_missing_and_a_missing_value_are_one_label(filler: int) -> None:
+    values = ["missing", None, "x", *[f"f{i:03d}" for i in range(filler)]]
+    col = column(values, allow_missing=True)
+    g = generalize_column(col, np.arange(len(values)), np.array(
+        [0, 1, 2] + ([3] if filler else []), dtype=np.int64), Form.SET)
+    assert list(g.labels[:3]) == [MISSING_LABEL, MISSING_LABEL, "x"]
+    assert g.label_codes[0][0] == g.label_codes[0][1]
+    assert_label_codes_number_the_labels(g)
+
+
+def test_ranges_spelled_alike_are_one_label() -> None:
+    # the range of "1" and "2" and the value "[1-2]" print alike
+    col = column(["1", "2", "[1-2]"], kind=Kind.ORDINAL, order=("1", "2", "[1-2]"))
+    g = generalize_column(col, np.arange(3), np.array([0, 2]), Form.RANGE)
+    assert list(g.labels) == ["[1-2]", "[1-2]"]
+    assert g.label_codes[0].tolist() == [0, 0]
+
+
+def test_sets_by_sorting_survive_fingerprints_that_collide(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Classes are put in one set only when their members are equal, not merely their
+    fingerprints: with every fingerprint colliding, the sets are still told apart."""
+    from anonkit import generalization
+
+    rng = np.random.default_rng(7)
+    values = [f"v{i:03d}" for i in rng.integers(0, 400, 3000)]
+    col = column(values)
+    order = rng.permutation(len(values))
+    starts = np.concatenate([[0], np.sort(rng.choice(np.arange(1, 3000), 400,
+                                                     replace=False))]).astype(np.int64)
+    expected = generalize_column(col, order, starts, Form.SET)
+    weights = generalization._code_weights
+    seeds: list[int] = []
+
+    def colliding(card: int, seed: int) -> np.ndarray:
+        seeds.append(seed)
+        return np.zeros(card, dtype=np.uint64) if seed == 0 else weights(card, seed)
+
+    monkeypatch.setattr(generalization, "_code_weights", colliding)
+    g = generalize_column(col, order, starts, Form.SET)
+    assert seeds == [0, 1]
+    assert list(g.labels) == list(expected.labels)
+    assert g.label_codes[0].tolist() == expected.label_codes[0].tolist()
+    assert_label_codes_number_the_labels(g)
 
 
 def test_set_counts_each_value_once() -> None:
@@ -389,6 +454,18 @@ def test_forms_match_per_class_definition(
         # every row of the class shows its class's label
         shown = released[rows.index.to_numpy()]
         assert len(set(np.asarray(shown, dtype=object).tolist())) == 1
+    assert_label_codes_number_the_labels(g)
+
+
+def assert_label_codes_number_the_labels(g: ColumnGeneralization) -> None:
+    """``label_codes`` is what factorizing the labels gives: equal codes exactly for equal
+    labels, numbered in order of first appearance."""
+    codes, distinct = g.label_codes
+    expected_codes, expected = pd.factorize(g.labels)
+    assert codes.tolist() == expected_codes.tolist()
+    assert distinct.dtype == np.asarray(expected).dtype
+    assert list(distinct) == list(expected)
+    assert [type(x) for x in distinct] == [type(x) for x in expected]
 
 
 def test_numeric_labels_are_exact() -> None:

@@ -251,34 +251,53 @@ def group_rows(df: pd.DataFrame, columns: Sequence[str]) -> tuple[np.ndarray, in
     number of classes, and each class's first row position. Missing values are a value
     of their own (``use_na_sentinel=False``), so they are grouped, never dropped.
     """
-    n_rows = len(df)
-    ids = np.zeros(n_rows, dtype=np.int64)
-    n_classes = 1 if n_rows else 0
-    span = 1  # ids are < span
-    for name in columns:
-        column = df[name]
-        if isinstance(column.dtype, pd.CategoricalDtype):  # its codes already are codes
-            codes = column.cat.codes.to_numpy()
-            n_values = len(column.cat.categories)
-        else:
-            codes, uniques = pd.factorize(column, use_na_sentinel=False)
-            n_values = len(uniques)
-        # a Categorical (and some extension dtypes, e.g. Arrow dictionaries) gives -1 for a
-        # missing value: make it a value of its own, past the others
+    return group_codes([_value_codes(df[name]) for name in columns], len(df))
+
+
+def _value_codes(column: pd.Series) -> tuple[np.ndarray, int]:
+    """Per row, a code for its value in ``0 .. n_values - 1``; and ``n_values``."""
+    if isinstance(column.dtype, pd.CategoricalDtype):  # its codes already are codes
+        codes = column.cat.codes.to_numpy()
+        n_values = len(column.cat.categories)
+    else:
+        codes, uniques = pd.factorize(column, use_na_sentinel=False)
+        n_values = len(uniques)
+    # a Categorical (and some extension dtypes, e.g. Arrow dictionaries) gives -1 for a
+    # missing value: make it a value of its own, past the others
+    if len(codes) and codes.min() < 0:
         codes = np.where(codes < 0, n_values, codes)
-        width = n_values + 1
-        if span * width >= 2**62:  # compact the ids before the mixed key could overflow
-            ids, distinct = pd.factorize(ids)
+        n_values += 1
+    return codes, n_values
+
+
+def group_codes(columns: Sequence[tuple[np.ndarray, int]],
+                n_rows: int) -> tuple[np.ndarray, int, np.ndarray]:
+    """:func:`group_rows` for columns given as (codes in ``0 .. n_values - 1``, n_values):
+    the codes are combined column by column into one number per row, then factorized."""
+    key = np.zeros(n_rows, dtype=np.int64)
+    span = 1  # keys are < span
+    for codes, n_values in columns:
+        if span * n_values >= 2**62:  # compact the keys before they could overflow
+            key, distinct = pd.factorize(key, size_hint=_groups_hint(span, n_rows))
             span = len(distinct)
-        ids = ids * width + codes
-        span *= width
-    ids, distinct = pd.factorize(ids)  # first-appearance numbering, as documented
+        key *= n_values
+        key += codes
+        span *= n_values
+    # numbered in order of first appearance, as documented
+    ids, distinct = pd.factorize(key, size_hint=_groups_hint(span, n_rows))
     ids = ids.astype(np.int64, copy=False)
-    n_classes = len(distinct) if n_rows else 0
     # in first-appearance order a row opens a class exactly when its id exceeds all before
-    running = np.maximum.accumulate(ids) if n_rows else ids
-    first_row = np.flatnonzero(np.diff(running, prepend=-1) > 0)
-    return ids, n_classes, first_row
+    running = np.maximum.accumulate(ids, out=key)
+    opens = np.empty(n_rows, dtype=bool)
+    opens[:1] = True
+    np.greater(running[1:], running[:-1], out=opens[1:])
+    return ids, len(distinct), np.flatnonzero(opens)
+
+
+def _groups_hint(span: int, n_rows: int) -> int:
+    """How many groups to size the hash table for: a table with room for a group per row
+    is slow to fill when groups hold several rows, and it grows when need be."""
+    return max(1, min(span, n_rows, max(n_rows // 8, 2**17)))
 
 
 def _as_models(models: Sequence[PrivacyModel | str] | PrivacyModel | str) -> list[PrivacyModel]:

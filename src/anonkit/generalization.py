@@ -9,25 +9,34 @@ quasi-identifier gets one released value per class, in one of these forms:
 - ``prefix``: the common prefix of the values, the rest masked: ``801**``;
 - ``mean`` / ``median``: microaggregation of a numeric column (values replaced by one number).
 
-Labels are built once per class, never per row; the released column is a Categorical whose
-codes are the class ids. Each form also reports its information loss per class (normalised
+Labels are built once per distinct label, never per row: classes are keyed by what their
+label depends on (lowest and highest code, set of codes, ...) and each distinct key is
+labelled once; classes with equal labels get equal label codes, and the released column is a
+Categorical of those. Each form also reports its information loss per class (normalised
 certainty penalty, NCP, in [0, 1]), which the utility metrics aggregate.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
-from dataclasses import dataclass
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from enum import StrEnum
-from functools import cached_property
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
 
 from anonkit.errors import InputError
-from anonkit.table import EncodedColumn, Kind
+from anonkit.table import EncodedColumn, Kind, code_type_for
 
 MISSING_LABEL = "missing"
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
 
 
 class Form(StrEnum):
@@ -74,21 +83,20 @@ class ColumnGeneralization:
     loss: np.ndarray  # (n_classes,) NCP in [0, 1]
     lo: np.ndarray  # (n_classes,) smallest code in the class
     hi: np.ndarray  # (n_classes,) largest code in the class
-
-    @cached_property
-    def label_codes(self) -> tuple[np.ndarray, np.ndarray]:
-        """(per class, the index of its label in the second array; the distinct labels):
-        classes with the same label have the same index."""
-        codes, distinct = pd.factorize(self.labels)  # hashing: no sort of strings
-        return codes, np.asarray(distinct)
+    #: (per class, the index of its label in the second array; the distinct labels, in
+    #: order of first appearance): classes with the same label have the same index
+    label_codes: tuple[np.ndarray, np.ndarray] = field(repr=False)
 
     def released(self, class_ids: np.ndarray) -> pd.Series | pd.Categorical:
         """The released column: per row, its class's label (a Categorical, no row strings)."""
         if self.form in (Form.MEAN, Form.MEDIAN):
             return pd.Series(np.asarray(self.labels, dtype=np.float64)[class_ids])
         codes, categories = self.label_codes
-        narrow = codes.astype(np.int32 if len(categories) >= 2**15 else np.int16)
-        return pd.Categorical.from_codes(narrow[class_ids], categories=categories)
+        # codes in the type pandas keeps them in, so they are not converted once more
+        narrow = codes.astype(np.int8 if len(categories) < 2**7 - 1 else
+                              np.int16 if len(categories) < 2**15 - 1 else np.int32)
+        return pd.Categorical.from_codes(narrow[class_ids], categories=categories,
+                                         validate=False)
 
 
 def generalize_column(column: EncodedColumn, order: np.ndarray, starts: np.ndarray,
@@ -98,20 +106,94 @@ def generalize_column(column: EncodedColumn, order: np.ndarray, starts: np.ndarr
     ``order`` lists row indices class by class; class ``c`` is
     ``order[starts[c]:starts[c + 1]]`` (the last runs to the end).
     """
-    grouped = column.codes[order]
-    lo = np.minimum.reduceat(grouped, starts)
-    hi = np.maximum.reduceat(grouped, starts)
-    if form is Form.RANGE:
-        labels, loss = _ranges(column, grouped, starts, lo, hi)
-    elif form is Form.SET:
-        labels, loss = _sets(column, grouped, starts)
-    elif form is Form.HIERARCHY:
-        labels, loss = _hierarchy(column, grouped, starts, lo, hi)
-    elif form is Form.PREFIX:
-        labels, loss = _prefixes(column, grouped, starts)
+    # codes in the narrowest type that holds them (as encode gives them): less to gather
+    grouped = column.codes.astype(code_type_for(column.cardinality), copy=False).take(order)
+    code_type = column.codes.dtype
+    if form is Form.SET:  # a class's set of values gives its smallest and largest
+        label_codes, loss, lo, hi = _sets(column, grouped, starts)
     else:
-        labels, loss = _aggregate(column, grouped, starts, form)
-    return ColumnGeneralization(column.name, form, labels, loss, lo, hi)
+        lo = np.minimum.reduceat(grouped, starts)
+        hi = np.maximum.reduceat(grouped, starts)
+        if form is Form.RANGE:
+            label_codes, loss = _ranges(column, grouped, starts, lo, hi)
+        elif form is Form.HIERARCHY:
+            label_codes, loss = _hierarchy(column, grouped, starts, lo, hi)
+        elif form is Form.PREFIX:
+            label_codes, loss = _prefixes(column, grouped, starts, lo, hi)
+        else:  # numbers: labels kept as computed (0.0 and -0.0 are one label, two values)
+            labels, loss = _aggregate(column, grouped, starts, form)
+            codes, distinct = pd.factorize(labels)
+            return ColumnGeneralization(column.name, form, labels, loss, lo.astype(code_type),
+                                        hi.astype(code_type), (codes, np.asarray(distinct)))
+    codes, distinct = label_codes
+    return ColumnGeneralization(column.name, form, distinct[codes], loss,
+                                lo.astype(code_type), hi.astype(code_type), label_codes)
+
+
+def generalize_columns(columns: Sequence[EncodedColumn], forms: Mapping[str, Form],
+                       order: np.ndarray, starts: np.ndarray, class_ids: np.ndarray
+                       ) -> tuple[list[ColumnGeneralization],
+                                  dict[str, pd.Series | pd.Categorical]]:
+    """Every column generalized (:func:`generalize_column`, each in its form), in their
+    order; and each column as released for rows in the classes ``class_ids``
+    (:meth:`ColumnGeneralization.released`), by name."""
+
+    def generalize(column: EncodedColumn) -> tuple[ColumnGeneralization,
+                                                   pd.Series | pd.Categorical]:
+        g = generalize_column(column, order, starts, forms[column.name])
+        return g, g.released(class_ids)
+
+    done = _on_all_cores(generalize, columns, cost=[c.cardinality for c in columns])
+    return [g for g, _ in done], {g.column: released for g, released in done}
+
+
+def _on_all_cores(work: Callable[[_T], _R], items: Sequence[_T], cost: Sequence[int]) -> list[_R]:
+    """``[work(item) for item in items]``, several items at a time. Columns are independent
+    and numpy and Arrow let go of the GIL while they work, so threads share the cores.
+
+    The costliest items go first, so that no thread is left with one at the end; the
+    calling thread takes the very costliest, as its memory is at hand (another thread
+    allocates from memory of its own, new to the process: page faults)."""
+    workers = min(len(items), os.cpu_count() or 1)
+    if workers < 2:
+        return [work(item) for item in items]
+    todo = iter(sorted(range(len(items)), key=lambda i: -cost[i]))
+    lock = threading.Lock()
+    done: dict[int, _R] = {}
+
+    def take_turns() -> None:
+        while True:
+            with lock:
+                i = next(todo, None)
+            if i is None:
+                return
+            done[i] = work(items[i])
+
+    costliest = next(todo)
+    with ThreadPoolExecutor(max_workers=workers - 1) as pool:
+        helpers = [pool.submit(take_turns) for _ in range(workers - 1)]
+        done[costliest] = work(items[costliest])
+        take_turns()
+        for helper in helpers:
+            helper.result()  # (raises what the helper raised)
+    return [done[i] for i in range(len(items))]
+
+
+def _labels_by_key(keys: np.ndarray,
+                   label_of: Callable[[np.ndarray], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Label codes (see :attr:`ColumnGeneralization.label_codes`) when a class's label
+    depends on an integer key only (e.g. its lowest and highest code): each distinct key,
+    taken in order of first appearance, is labelled once by ``label_of``. Keys whose
+    labels coincide are merged, so codes are equal exactly when labels are."""
+    key_of_class, distinct_keys = pd.factorize(keys)
+    return _merged(key_of_class, label_of(distinct_keys))
+
+
+def _merged(key_of_class: np.ndarray, key_labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per class the index of its label, from per class the index of its key and the keys'
+    labels, keys in order of first appearance; keys with equal labels become one."""
+    label_of_key, distinct = pd.factorize(key_labels)
+    return label_of_key[key_of_class], np.asarray(distinct, dtype=object)
 
 
 def _class_of_position(starts: np.ndarray, n: int) -> np.ndarray:
@@ -120,37 +202,47 @@ def _class_of_position(starts: np.ndarray, n: int) -> np.ndarray:
 
 
 def _ranges(column: EncodedColumn, grouped: np.ndarray, starts: np.ndarray, lo: np.ndarray,
-            hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            hi: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
     has_missing = np.zeros(len(starts), dtype=bool)
     if column.missing_code >= 0:
-        # the missing code is the largest: the range proper ends at the largest other code
-        is_missing = grouped == column.missing_code
-        has_missing = np.logical_or.reduceat(is_missing, starts)
-        masked = np.where(is_missing, -1, grouped)
-        hi = np.maximum.reduceat(masked, starts)
+        # the missing code is the largest: a class holds it when its largest code is it,
+        # and the range proper ends at the largest other code
+        has_missing = hi == column.missing_code
+        if has_missing.any():
+            masked = np.where(grouped == column.missing_code, -1, grouped)
+            hi = np.maximum.reduceat(masked, starts)
         lo = np.where(lo == column.missing_code, -1, lo)
-    mags = column.magnitudes
     all_missing = hi < 0
-    safe_lo = np.where(all_missing, 0, lo)
-    safe_hi = np.where(all_missing, 0, hi)
+    safe_lo = np.where(all_missing, 0, lo).astype(np.int64)
+    safe_hi = np.where(all_missing, 0, hi).astype(np.int64)
+    mags = column.magnitudes
     width = mags[safe_hi] - mags[safe_lo]
     span = column.domain_span
     loss = np.where(all_missing, 0.0, width / span if span > 0 else 0.0)
-    labels = _value_text(column, safe_lo)
-    many = safe_lo != safe_hi
-    if many.any():
-        low, high = labels[many].astype(str), _value_text(column, safe_hi[many]).astype(str)
-        # "[20-29]" unless a bound holds a "-" itself (dates, negatives, 1e-05)
-        has_dash = (np.char.find(low, "-") >= 0).any() or (np.char.find(high, "-") >= 0).any()
-        sep = ", " if column.kind is Kind.DATE or has_dash else "-"
-        labels[many] = np.char.add(np.char.add(np.char.add("[", low), sep),
-                                   np.char.add(high, "]")).astype(object)
-    if has_missing.any():
-        labels[all_missing] = MISSING_LABEL
-        mixed = has_missing & ~all_missing
-        labels[mixed] = [f"{lab} or {MISSING_LABEL}" for lab in labels[mixed]]
-        loss = np.where(mixed, 1.0, loss)
-    return labels, loss
+    mixed = has_missing & ~all_missing
+    loss = np.where(mixed, 1.0, loss)
+    # a label depends on the class's lowest and highest code and whether it misses values
+    card = column.cardinality
+    state = np.where(all_missing, 2, mixed.astype(np.int64))
+
+    def label_of(keys: np.ndarray) -> np.ndarray:
+        key_lo, key_hi, key_state = keys // (3 * card), keys // 3 % card, keys % 3
+        labels = _value_text(column, key_lo)
+        many = key_lo != key_hi
+        if many.any():
+            low = labels[many].astype(str)
+            high = _value_text(column, key_hi[many]).astype(str)
+            # "[20-29]" unless a bound holds a "-" itself (dates, negatives, 1e-05)
+            has_dash = (np.char.find(low, "-") >= 0).any() or \
+                (np.char.find(high, "-") >= 0).any()
+            sep = ", " if column.kind is Kind.DATE or has_dash else "-"
+            labels[many] = np.char.add(np.char.add(np.char.add("[", low), sep),
+                                       np.char.add(high, "]")).astype(object)
+        labels[key_state == 2] = MISSING_LABEL
+        labels[key_state == 1] = [f"{lab} or {MISSING_LABEL}" for lab in labels[key_state == 1]]
+        return labels
+
+    return _labels_by_key((safe_lo * card + safe_hi) * 3 + state, label_of), loss
 
 
 #: up to this many distinct values a class's set is a bitmask over the codes (one uint64
@@ -158,66 +250,157 @@ def _ranges(column: EncodedColumn, grouped: np.ndarray, starts: np.ndarray, lo: 
 SET_BITMASK_LIMIT = 256
 
 
-def _sets(column: EncodedColumn, grouped: np.ndarray,
-          starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The set of values present in each class. Many classes share a set, so each distinct
-    set is labelled once: classes are keyed by a bitmask of their codes."""
-    n_classes = len(starts)
+def _sets(column: EncodedColumn, grouped: np.ndarray, starts: np.ndarray
+          ) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
+    """The set of values present in each class: (label codes, loss, lo, hi). Many classes
+    share a set, so each distinct set is labelled once."""
     card = column.cardinality
     if card > SET_BITMASK_LIMIT:
-        return _sets_by_sorting(column, grouped, starts)
+        set_of_class, member, set_sizes = _distinct_sets_by_sorting(grouped, starts, card)
+    else:
+        set_of_class, member, set_sizes = _distinct_sets_by_bitmask(grouped, starts, card)
+    text = _value_text(column)
+    labels = _set_labels(text, member, set_sizes)
+    label_codes = (set_of_class, labels) if _set_labels_tell_sets_apart(text) else \
+        _merged(set_of_class, labels)
+    distinct = set_sizes[set_of_class]
+    loss = (distinct - 1) / (card - 1) if card > 1 else np.zeros(len(starts))
+    # smallest and largest member: members are in code order
+    last_member = np.cumsum(set_sizes) - 1
+    lo = member[last_member - set_sizes + 1][set_of_class]
+    hi = member[last_member][set_of_class]
+    return label_codes, loss, lo, hi
+
+
+def _distinct_sets_by_bitmask(grouped: np.ndarray, starts: np.ndarray, card: int
+                              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(per class, its set; the members of every set, set after set, in code order; the
+    sizes of the sets), sets numbered in order of first appearance. Classes are keyed by a
+    bitmask of their codes."""
+    masks = _bitmasks(grouped, starts, card)
+    if masks.shape[1] == 1:  # a 1-D factorize is much faster than a row-wise unique
+        set_of_class, distinct_masks = pd.factorize(masks[:, 0])
+        distinct_masks = distinct_masks[:, None]
+    else:
+        distinct_masks, set_of_class = np.unique(masks, axis=0, return_inverse=True)
+        set_of_class, first_order = pd.factorize(set_of_class.reshape(-1))
+        distinct_masks = distinct_masks[first_order]
+    bits = np.unpackbits(distinct_masks.view(np.uint8), axis=1, bitorder="little")[:, :card]
+    set_of_member, member = np.nonzero(bits)
+    return set_of_class, member, np.bincount(set_of_member, minlength=len(distinct_masks))
+
+
+def _bitmasks(grouped: np.ndarray, starts: np.ndarray, card: int) -> np.ndarray:
+    """``(n_classes, words)`` uint64: bit ``i`` of a class's mask is set when it holds code
+    ``i``. With one word, the bits are built in the narrowest unsigned type."""
     words = (card + 63) // 64
-    masks = np.empty((n_classes, words), dtype=np.uint64)
+    if words == 1:
+        bit_type = np.uint8 if card <= 8 else np.uint16 if card <= 16 else \
+            np.uint32 if card <= 32 else np.uint64
+        bit = grouped.astype(bit_type)
+        np.left_shift(bit_type(1), bit, out=bit)
+        return np.bitwise_or.reduceat(bit, starts).astype(np.uint64)[:, None]
+    masks = np.empty((len(starts), words), dtype=np.uint64)
     bit = np.left_shift(np.uint64(1), (grouped & 63).astype(np.uint64))
     word_of = grouped >> 6
     for w in range(words):
         masks[:, w] = np.bitwise_or.reduceat(np.where(word_of == w, bit, np.uint64(0)), starts)
-    if words == 1:  # a 1-D unique is ~30x faster than a row-wise one
-        distinct_words, set_of_class = np.unique(masks[:, 0], return_inverse=True)
-        distinct_masks = distinct_words[:, None]
-    else:
-        distinct_masks, set_of_class = np.unique(masks, axis=0, return_inverse=True)
-    set_of_class = set_of_class.reshape(-1)
-    set_labels = np.empty(len(distinct_masks), dtype=object)
-    set_sizes = np.empty(len(distinct_masks), dtype=np.int64)
-    text = _value_text(column)
-    for i, row in enumerate(distinct_masks):
-        bits = np.unpackbits(row.view(np.uint8), bitorder="little")[:card]
-        members = text[np.flatnonzero(bits)]
-        set_sizes[i] = len(members)
-        set_labels[i] = members[0] if len(members) == 1 else "{" + ",".join(members) + "}"
-    distinct = set_sizes[set_of_class]
-    loss = (distinct - 1) / (card - 1) if card > 1 else np.zeros(n_classes)
-    return set_labels[set_of_class], loss
+    return masks
 
 
-def _sets_by_sorting(column: EncodedColumn, grouped: np.ndarray,
-                     starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _distinct_sets_by_sorting(grouped: np.ndarray, starts: np.ndarray, card: int
+                              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_distinct_sets_by_bitmask` for many distinct values: the (class, code) pairs
+    present, sorted, give each class's members; classes with equal fingerprints of their
+    members have the same set once their members are checked to be equal."""
+    n_classes = len(starts)
+    key_type = np.uint32 if n_classes * card < 2**32 else np.uint64
+    # one key per row, class * card + code; sorted, each class's codes are a run in order
+    keys = np.repeat(np.arange(n_classes, dtype=key_type) * key_type(card),
+                     np.diff(np.append(starts, len(grouped))))
+    keys += grouped.view(f"u{grouped.itemsize}")  # (codes are >= 0: the same numbers)
+    keys.sort()
+    new = np.empty(len(keys), dtype=bool)
+    new[:1] = True
+    np.not_equal(keys[1:], keys[:-1], out=new[1:])
+    # every class's codes, class after class, in code order (classes keep their rows)
+    sizes = np.add.reduceat(new, starts, dtype=np.int64)
+    member = (np.compress(new, keys) % key_type(card)).astype(grouped.dtype)
+    first_member = np.cumsum(sizes) - sizes
+    for seed in itertools.count():
+        set_of_class, first_class = _first_appearances(
+            np.add.reduceat(_code_weights(card, seed)[member], first_member))
+        # sets are equal exactly when the fingerprints are, unless by some accident
+        # two sets' sums coincide: check every class against its set's first class
+        same_as = first_class[set_of_class]
+        again = np.flatnonzero(same_as != np.arange(n_classes))
+        if (sizes[again] == sizes[same_as[again]]).all() and (
+                member[_runs(first_member[again], sizes[again])]
+                == member[_runs(first_member[same_as[again]], sizes[again])]).all():
+            break
+    set_sizes = sizes[first_class]
+    return set_of_class, member[_runs(first_member[first_class], set_sizes)], set_sizes
+
+
+def _code_weights(card: int, seed: int) -> np.ndarray:
+    """A random 64-bit number per code: a set's fingerprint is their sum over its members
+    (wrapping around)."""
+    return np.random.default_rng(seed).integers(0, 2**64, card, dtype=np.uint64)
+
+
+def _first_appearances(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(per element, the index of its value among the distinct values in order of first
+    appearance; the position of each distinct value's first appearance)."""
+    index, _ = pd.factorize(values)
+    # in first-appearance order an element is a first appearance exactly when its index
+    # exceeds all before it
+    running = np.maximum.accumulate(index)
+    return index, np.flatnonzero(np.diff(running, prepend=-1) > 0)
+
+
+def _runs(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The positions ``starts[i], starts[i] + 1, ..., starts[i] + lengths[i] - 1`` for every
+    ``i``, one run after the other."""
+    ends = np.cumsum(lengths)
+    total = int(ends[-1]) if len(ends) else 0
+    return np.repeat(starts - (ends - lengths), lengths) + np.arange(total)
+
+
+def _set_labels(text: np.ndarray, member: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Per set, its label: the value alone, or ``{a,b,c}``, from the values' ``text``, the
+    members' codes set after set, and the sets' sizes. Joined in Arrow: no Python string
+    per member."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    n_classes = len(starts)
-    card = column.cardinality
-    cls = _class_of_position(starts, len(grouped))
-    # classes are runs of ascending ids already: a stable sort only orders each run
-    keys = np.sort(cls * card + grouped.astype(np.int64), kind="stable")
-    first = np.concatenate([[True], keys[1:] != keys[:-1]]) if len(keys) else keys
-    keys = keys[first]
-    key_class = keys // card
-    key_code = keys % card
-    distinct = np.bincount(key_class, minlength=n_classes)
-    loss = (distinct - 1) / (card - 1) if card > 1 else np.zeros(n_classes)
-    # "{a,b,c}" per class, joined in Arrow: no Python string per member
-    member_offsets = np.concatenate([[0], np.cumsum(distinct)]).astype(np.int32)
-    members = pa.array(_value_text(column).astype(str)).take(pa.array(key_code))
-    joined = pc.binary_join(pa.ListArray.from_arrays(pa.array(member_offsets), members), ",")
-    braced = pc.binary_join_element_wise("{", joined, "}", "")
-    labels = pc.if_else(pa.array(distinct == 1), joined, braced)
-    return labels.to_numpy(zero_copy_only=False), loss
+    # each value's text as it stands alone or inside a set, opening one and closing one
+    card = len(text)
+    pieces = pa.array(np.concatenate([text, "{" + text, text + "}"]), type=pa.string())
+    piece = member.astype(np.int64)
+    first = np.cumsum(sizes) - sizes
+    several = sizes > 1
+    piece[first[several]] += card
+    piece[(first + sizes - 1)[several]] += 2 * card
+    offsets = pa.array(np.append(first, len(member)).astype(np.int32))
+    labels = pc.binary_join(pa.ListArray.from_arrays(offsets, pieces.take(piece)), ",")
+    return labels.to_numpy(zero_copy_only=False)
+
+
+def _set_labels_tell_sets_apart(text: np.ndarray) -> bool:
+    """Whether distinct sets always get distinct labels: unless two values print alike or
+    one holds a comma or brace (a value "{a,b}", or "{a,b,c}" for both {"a,b", "c"} and
+    {"a", "b,c"}), the label spells out its set."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    texts = pa.array(text, type=pa.string())
+    return pc.count_distinct(texts).as_py() == len(texts) and \
+        not pc.any(pc.match_substring_regex(texts, "[,{}]")).as_py()
 
 
 def _hierarchy(column: EncodedColumn, grouped: np.ndarray, starts: np.ndarray,
-               lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+               lo: np.ndarray, hi: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray],
+                                                         np.ndarray]:
     hierarchy = column.hierarchy
     assert hierarchy is not None and column.hierarchy_leaf is not None
     n_classes = len(starts)
@@ -241,43 +424,57 @@ def _hierarchy(column: EncodedColumn, grouped: np.ndarray, starts: np.ndarray,
         first_leaf = safe_leaf[starts]
     # a class mixing missing and present values is generalized to the root
     level = np.where(mixed, hierarchy.height - 1, level)
-    labels = hierarchy.labels[first_leaf, level].astype(object)
-    labels[all_missing] = MISSING_LABEL
     under = hierarchy.subtree_sizes[first_leaf, level]
     n_leaves = len(hierarchy)
     loss = (under - 1) / (n_leaves - 1) if n_leaves > 1 else np.zeros(n_classes)
     loss = np.where(all_missing, 0.0, loss)
-    return labels, loss
+
+    def label_of(keys: np.ndarray) -> np.ndarray:  # key: (leaf, level), -1 if all missing
+        safe = np.maximum(keys, 0)
+        labels = hierarchy.labels[safe // hierarchy.height, safe % hierarchy.height]
+        labels = labels.astype(object)
+        labels[keys < 0] = MISSING_LABEL
+        return labels
+
+    keys = np.where(all_missing, -1, first_leaf.astype(np.int64) * hierarchy.height + level)
+    return _labels_by_key(keys, label_of), loss
 
 
-def _prefixes(column: EncodedColumn, grouped: np.ndarray,
-              starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _prefixes(column: EncodedColumn, grouped: np.ndarray, starts: np.ndarray,
+              lo: np.ndarray, hi: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray],
+                                                       np.ndarray]:
     """The common prefix of a set of strings is that of its alphabetically first and last
     member, so each class needs only its smallest and largest value in alphabetical order
-    (codes are alphabetical unless a hierarchy orders them: rank them to be sure)."""
+    (codes are alphabetical unless a hierarchy orders them: rank them to be sure). Each
+    distinct (first, last) pair is labelled once."""
     if column.kind is not Kind.CATEGORICAL:
         raise InputError(f"column {column.name!r}: 'prefix' generalization needs a text column")
     text = _value_text(column).astype(str)
+    card = column.cardinality
     alphabetical = np.argsort(text, kind="stable")
-    rank = np.empty(len(text), dtype=np.int64)
-    rank[alphabetical] = np.arange(len(text))
-    ranks = rank[grouped]
-    first = text[alphabetical[np.minimum.reduceat(ranks, starts)]]
-    last = text[alphabetical[np.maximum.reduceat(ranks, starts)]]
+    if np.array_equal(alphabetical, np.arange(card)):  # ranks are codes
+        first_rank, last_rank = lo.astype(np.int64), hi.astype(np.int64)
+    else:
+        rank = np.empty(card, dtype=np.int64)
+        rank[alphabetical] = np.arange(card)
+        ranks = rank[grouped]
+        first_rank = np.minimum.reduceat(ranks, starts)
+        last_rank = np.maximum.reduceat(ranks, starts)
+    pair_of_class, pairs = pd.factorize(first_rank * card + last_rank)
+    sorted_text = text[alphabetical]
+    first, last = sorted_text[pairs // card], sorted_text[pairs % card]
     common = np.array([len(os.path.commonprefix([a, b])) for a, b in  # noqa: RUF071
                        zip(first, last, strict=True)], dtype=np.int64)
-    labels = np.empty(len(starts), dtype=object)
+    labels = np.empty(len(pairs), dtype=object)
     labels[:] = [a if a == b else a[:c] + "*" * (max(len(a), len(b)) - c)
                  for a, b, c in zip(first, last, common, strict=True)]
     # values a label covers: those sharing its prefix, a run in alphabetical order
-    sorted_text = text[alphabetical]
     prefixes = np.array([a[:c] for a, c in zip(first, common, strict=True)], dtype=str)
     left = np.searchsorted(sorted_text, prefixes, side="left")
     right = np.searchsorted(sorted_text, np.char.add(prefixes, "\U0010ffff"), side="left")
-    covered = np.where(first == last, 1, right - left)
-    card = column.cardinality
+    covered = np.where(first == last, 1, right - left)[pair_of_class]
     loss = (covered - 1) / (card - 1) if card > 1 else np.zeros(len(starts))
-    return labels, loss
+    return _merged(pair_of_class, labels), loss
 
 
 def _aggregate(column: EncodedColumn, grouped: np.ndarray, starts: np.ndarray,

@@ -178,8 +178,11 @@ def infer_kind(series: pd.Series, name: str) -> Kind:
         return Kind.CATEGORICAL
     as_number = pd.to_numeric(pd.Series(np.asarray(uniques, dtype=object)).astype(str),
                               errors="coerce")
+    is_number = as_number.notna().to_numpy()
+    if is_number.all() or not is_number.any():  # every row's value is text, or a number
+        return Kind.CATEGORICAL
     # share of rows (not of distinct values) that hold a number
-    row_is_number = as_number.notna().to_numpy()[codes[codes >= 0]]
+    row_is_number = is_number[codes[codes >= 0]]
     numeric_share = row_is_number.mean()
     if 0.5 <= numeric_share < 1.0:
         position = int(np.argmax(~row_is_number))
@@ -197,8 +200,9 @@ class EncodedColumn:
     """One column as integer codes plus the table to decode them.
 
     ``values[codes[i]]`` is row ``i``'s value. Codes run from 0 to ``cardinality - 1`` in
-    the column's order (see the module docstring). When missing values are allowed they get
-    the last code, ``missing_code``; otherwise ``missing_code`` is -1.
+    the column's order (see the module docstring), in the narrowest signed integer type that
+    holds them (:func:`code_type_for`). When missing values are allowed they get the last
+    code, ``missing_code``; otherwise ``missing_code`` is -1.
     """
 
     name: str
@@ -295,21 +299,20 @@ def encode(df: pd.DataFrame, schema: Schema, allow_missing: bool = False) -> Enc
 
 
 def encode_column(series: pd.Series, spec: ColumnSpec, allow_missing: bool) -> EncodedColumn:
-    """Encode one column. Work per distinct value, never per row: factorize first (one hash
-    pass), then parse, validate and order the distinct values, then map the row codes."""
+    """Encode one column. Work per distinct value, never per row: factorize first (one pass,
+    none for a Categorical), then parse, validate and order the distinct values, then map
+    the row codes (one gather)."""
     kind = spec.kind or infer_kind(series, spec.name)
-    raw_codes, raw_uniques = pd.factorize(series, use_na_sentinel=True)
-    raw_uniques = np.asarray(raw_uniques, dtype=object if not _is_plain_numeric(series)
-                             else None)
+    raw_codes, raw_uniques = _factorize(series)
     if raw_uniques.dtype == object:
         text = np.array([str(u).strip() for u in raw_uniques], dtype=object)
         blank = text == ""
     else:
         text, blank = raw_uniques, np.zeros(len(raw_uniques), dtype=bool)
-    row_missing = raw_codes < 0
-    if blank.any():
-        row_missing |= blank[np.maximum(raw_codes, 0)] & (raw_codes >= 0)
-    if row_missing.any() and not allow_missing:
+    # every raw value occurs in some row, so a blank one is a missing row
+    any_missing = bool(blank.any()) or (len(raw_codes) > 0 and int(raw_codes.min()) < 0)
+    if any_missing and not allow_missing:
+        row_missing = (raw_codes < 0) | blank[np.maximum(raw_codes, 0)]
         rows = series.index[row_missing][:5].tolist()
         raise InputError(
             f"column {spec.name!r} has {int(row_missing.sum())} missing value(s) (first rows: "
@@ -333,18 +336,74 @@ def encode_column(series: pd.Series, spec: ColumnSpec, allow_missing: bool) -> E
     code_of_raw = np.full(len(raw_uniques), -1, dtype=np.int32)
     code_of_raw[keep] = code_of_distinct
     missing_code = -1
-    if row_missing.any():
+    if any_missing:
         missing_code = len(values)
         code_of_raw[~keep] = missing_code
         values = np.append(values.astype(object), None)
         if hierarchy_leaf is not None:
             hierarchy_leaf = np.append(hierarchy_leaf, -1).astype(np.int32)
-        lookup = np.append(code_of_raw, missing_code)  # raw code -1 -> index -1 -> missing
+        # raw code -1 (missing) -> index -1 -> the missing code
+        code_of_raw = np.append(code_of_raw, missing_code).astype(np.int32)
+    code_type = code_type_for(len(values))
+    if missing_code < 0 and np.array_equal(code_of_raw, np.arange(len(code_of_raw))):
+        # the raw codes already are the codes
+        codes = raw_codes.astype(code_type)  # a copy: never the caller's array
     else:
-        lookup = code_of_raw
-    codes = lookup[raw_codes].astype(np.int32, copy=False)
+        codes = code_of_raw.astype(code_type).take(raw_codes)
     return EncodedColumn(spec.name, kind, codes, values, spec.hierarchy, hierarchy_leaf,
                          missing_code)
+
+
+def code_type_for(cardinality: int) -> type[np.signedinteger]:
+    """The narrowest signed integer type that holds the codes ``0 .. cardinality - 1``."""
+    return np.int8 if cardinality <= 2**7 else np.int16 if cardinality <= 2**15 else np.int32
+
+
+#: an integer column whose values span at most this many numbers (and no more than a few
+#: per row) is factorized by counting instead of hashing
+_DENSE_SPAN = 1 << 22
+
+
+def _factorize(series: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(per row, the index of its value in the second array or -1 when missing; the
+    distinct values that occur, in any order). Text and other objects come as an object
+    array, numbers and datetimes in their own dtype."""
+    if isinstance(series.dtype, pd.CategoricalDtype):  # codes are there: count, not hash
+        codes = series.cat.codes.to_numpy()
+        categories = np.asarray(series.cat.categories, dtype=object)
+        used = _occurring(codes, len(categories))
+        if used.all():
+            return codes, categories
+        new_code = np.append(np.cumsum(used) - 1, -1)  # (index -1: missing stays -1)
+        return new_code[codes], categories[used]
+    values = series.to_numpy()
+    if values.dtype.kind == "i" or (values.dtype.kind == "u" and values.dtype.itemsize < 8):
+        low, high = (values.min(), values.max()) if len(values) else (0, -1)
+        span = int(high) - int(low) + 1
+        if 0 < span <= min(_DENSE_SPAN, 4 * len(values)):  # integers close together
+            offsets = np.subtract(values, low, dtype=np.intp)
+            used = _occurring(offsets, span)
+            uniques = (np.flatnonzero(used) + low).astype(values.dtype)
+            if used.all():
+                return offsets, uniques
+            return (np.cumsum(used) - 1)[offsets], uniques
+    codes, uniques = pd.factorize(series, use_na_sentinel=True)
+    return codes, np.asarray(uniques, dtype=None if _is_plain_numeric(series) else object)
+
+
+def _occurring(codes: np.ndarray, n: int) -> np.ndarray:
+    """Which of the codes ``0 .. n - 1`` some row holds (-1, missing, may occur too).
+    Usually every one shows up within the first rows; then the others are not looked at."""
+    used = np.zeros(n, dtype=bool)
+    for part in (codes[:_FIRST_ROWS], codes[_FIRST_ROWS:]):
+        used |= np.bincount(part + 1, minlength=n + 1)[1:] > 0  # (+1: -1 counts first)
+        if used.all():
+            break
+    return used
+
+
+#: rows looked at first to find which codes occur
+_FIRST_ROWS = 1 << 16
 
 
 def _is_plain_numeric(series: pd.Series) -> bool:

@@ -37,7 +37,7 @@ from anonkit.generalization import (
     ColumnGeneralization,
     Form,
     default_form,
-    generalize_column,
+    generalize_columns,
     validate_form,
 )
 from anonkit.hierarchy.base import Hierarchy
@@ -184,13 +184,13 @@ class Mondrian:
         timings["algorithm"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        generalized = [generalize_column(col, partitioning.order, partitioning.starts,
-                                         forms[col.name])
-                       for col in table.quasi_identifiers]
+        partition_of_row = partitioning.class_ids()
+        generalized, released = generalize_columns(table.quasi_identifiers, forms,
+                                                   partitioning.order, partitioning.starts,
+                                                   partition_of_row)
+        data = release_table(df, schema, released)
         # partitions whose labels coincide are one class to an adversary: number classes
         # as the release shows them
-        partition_of_row = partitioning.class_ids()
-        data = release_table(df, schema, generalized, partition_of_row)
         classes, class_of_partition = class_table(generalized, partitioning.sizes)
         class_ids = class_of_partition[partition_of_row]
         timings["generalize"] = time.perf_counter() - t0
@@ -369,27 +369,28 @@ def _hierarchy_tables(cols: Sequence[EncodedColumn]) -> tuple[np.ndarray, ...]:
     return tree, flat_nodes, flat_under, offsets, heights
 
 
-def release_table(df: pd.DataFrame, schema: Schema, generalized: Sequence[ColumnGeneralization],
-                  class_ids: np.ndarray) -> pd.DataFrame:
-    """The released table: identifiers dropped, QIs replaced by their class's value, the
-    other columns as they were, rows in the input's order."""
-    released = {g.column: g.released(class_ids) for g in generalized}
+def release_table(df: pd.DataFrame, schema: Schema,
+                  released: Mapping[str, pd.Series | pd.Categorical]) -> pd.DataFrame:
+    """The released table: identifiers dropped, QIs replaced by their ``released`` columns
+    (see :meth:`ColumnGeneralization.released`), the other columns as they were, rows in the
+    input's order."""
     out = {}
     for name in schema.released_columns:
-        # .array keeps a Categorical a Categorical (to_numpy would make row objects)
-        out[name] = released[name] if name in released else df[name].array
-    return pd.DataFrame(out, index=pd.RangeIndex(len(df)))
+        # .array keeps a Categorical a Categorical (to_numpy would make row objects); the
+        # columns not generalized are copied, the released ones are new already
+        out[name] = released[name] if name in released else df[name].array.copy()
+    return pd.DataFrame(out, index=pd.RangeIndex(len(df)), copy=False)
 
 
 def class_table(generalized: Sequence[ColumnGeneralization],
                 sizes: np.ndarray) -> tuple[pd.DataFrame, np.ndarray]:
     """One row per released class -- its size and each QI's label -- and the class of each
     partition: partitions with the same label on every QI are one class to an adversary."""
-    from anonkit.checker import group_rows
+    from anonkit.checker import group_codes
 
-    label_codes = pd.DataFrame({g.column: g.label_codes[0] for g in generalized})
-    class_of_partition, n_classes, first_partition = group_rows(label_codes,
-                                                                list(label_codes.columns))
+    class_of_partition, n_classes, first_partition = group_codes(
+        [(codes, len(distinct)) for codes, distinct in (g.label_codes for g in generalized)],
+        len(sizes))
     table = pd.DataFrame({g.column: g.labels[first_partition] for g in generalized})
     table.insert(0, "size", np.bincount(class_of_partition, weights=sizes,
                                         minlength=n_classes).astype(np.int64))
