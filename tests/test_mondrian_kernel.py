@@ -34,7 +34,7 @@ def test_parallel_rounds_match_serial(census: EncodedTable, strategy: str,
     monkeypatch.setattr(mondrian, "PARALLEL_ROWS", 10**12)
     serial = Mondrian(k=5, strategy=strategy).partition(census, models)
     monkeypatch.setattr(mondrian, "PARALLEL_ROWS", 0)
-    monkeypatch.setattr(kernel.os, "cpu_count", lambda: 3)  # three chunks on any machine
+    monkeypatch.setattr(kernel, "cores", lambda: 3)  # three chunks on any machine
     parallel = Mondrian(k=5, strategy=strategy).partition(census, models)
     assert _same(serial, parallel)
 

@@ -220,7 +220,9 @@ def run_anonymize(job: dict[str, Any], progress: bool = True) -> dict[str, Any]:
             # Arrow parses in its own threads, without the GIL: read while pandas and the
             # algorithm are imported, which takes about as long
             started = time.perf_counter()
-            reading = _Background(_read_job_input, job, qis)
+            from anonkit._parallel import in_background
+
+            reading = in_background(_read_job_input, job, qis)
             from anonkit.algorithms.mondrian import Mondrian
             from anonkit.hierarchy import read_arx_hierarchy
             from anonkit.io import to_pandas
@@ -280,7 +282,7 @@ def run_anonymize(job: dict[str, Any], progress: bool = True) -> dict[str, Any]:
 
 def _read_job_input(job: dict[str, Any], qis: list[str]) -> tuple[Any, list[str], bool]:
     """The input as an Arrow table, the columns the job names (in table order), and
-    whether the others are verbatim text. Imports no pandas (see :class:`_Background`).
+    whether the others are verbatim text. Imports no pandas: it runs while pandas is.
 
     Columns nobody gave a role are released unchanged: they stay in Arrow, never loaded
     into pandas, and when both files are CSV they are read as text and written back as it
@@ -309,32 +311,6 @@ def _read_job_input(job: dict[str, Any], qis: list[str]) -> tuple[Any, list[str]
             raise InputError(f"unknown column {name!r} given as {role}; the table has: "
                              f"{', '.join(names)}")
     return table, [name for name in names if name in named], verbatim
-
-
-class _Background:
-    """``fn(*args)`` in a thread of its own; :meth:`result` waits and returns it, or
-    raises what it raised."""
-
-    def __init__(self, fn: Callable[..., Any], *args: Any) -> None:
-        import threading
-
-        self._outcome: tuple[bool, Any] = (False, None)
-
-        def run() -> None:
-            try:
-                self._outcome = (True, fn(*args))
-            except BaseException as exc:  # handed to the caller by result()
-                self._outcome = (False, exc)
-
-        self._thread = threading.Thread(target=run, name="anonkit-read", daemon=True)
-        self._thread.start()
-
-    def result(self) -> Any:
-        self._thread.join()
-        done, value = self._outcome
-        if not done:
-            raise value
-        return value
 
 
 @main.command()

@@ -20,23 +20,19 @@ from __future__ import annotations
 
 import itertools
 import os
-import threading
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TypeVar
 
 import numpy as np
 import pandas as pd
 
+from anonkit._parallel import on_all_cores
 from anonkit.errors import InputError
 from anonkit.table import EncodedColumn, Kind, code_type_for
 
 MISSING_LABEL = "missing"
 
-_T = TypeVar("_T")
-_R = TypeVar("_R")
 
 
 class Form(StrEnum):
@@ -143,40 +139,8 @@ def generalize_columns(columns: Sequence[EncodedColumn], forms: Mapping[str, For
         g = generalize_column(column, order, starts, forms[column.name])
         return g, g.released(class_ids)
 
-    done = _on_all_cores(generalize, columns, cost=[c.cardinality for c in columns])
+    done = on_all_cores(generalize, columns, cost=[c.cardinality for c in columns])
     return [g for g, _ in done], {g.column: released for g, released in done}
-
-
-def _on_all_cores(work: Callable[[_T], _R], items: Sequence[_T], cost: Sequence[int]) -> list[_R]:
-    """``[work(item) for item in items]``, several items at a time. Columns are independent
-    and numpy and Arrow let go of the GIL while they work, so threads share the cores.
-
-    The costliest items go first, so that no thread is left with one at the end; the
-    calling thread takes the very costliest, as its memory is at hand (another thread
-    allocates from memory of its own, new to the process: page faults)."""
-    workers = min(len(items), os.cpu_count() or 1)
-    if workers < 2:
-        return [work(item) for item in items]
-    todo = iter(sorted(range(len(items)), key=lambda i: -cost[i]))
-    lock = threading.Lock()
-    done: dict[int, _R] = {}
-
-    def take_turns() -> None:
-        while True:
-            with lock:
-                i = next(todo, None)
-            if i is None:
-                return
-            done[i] = work(items[i])
-
-    costliest = next(todo)
-    with ThreadPoolExecutor(max_workers=workers - 1) as pool:
-        helpers = [pool.submit(take_turns) for _ in range(workers - 1)]
-        done[costliest] = work(items[costliest])
-        take_turns()
-        for helper in helpers:
-            helper.result()  # (raises what the helper raised)
-    return [done[i] for i in range(len(items))]
 
 
 def _labels_by_key(keys: np.ndarray,

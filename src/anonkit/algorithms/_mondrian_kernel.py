@@ -21,17 +21,12 @@ The three tuples of arrays passed around:
 
 from __future__ import annotations
 
-import os
-import threading
 from itertools import pairwise
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from anonkit._parallel import cores, pool
 from anonkit.algorithms import _mondrian_c
-
-if TYPE_CHECKING:
-    from concurrent.futures import ThreadPoolExecutor
 
 WIDEST = 0  # widest range, normalised by the column's domain (LeFevre et al.)
 ENTROPY = 1  # highest entropy of the column's values in the partition
@@ -61,7 +56,7 @@ def propose(Xs: np.ndarray, Rs: np.ndarray, columns: tuple, parts: tuple, min_si
     first, *others = pairwise(_chunks(ends - starts, parallel_rows))
     # the C function releases the GIL: the pool runs every chunk but the first, which
     # this thread runs meanwhile
-    futures = [_pool().submit(run, begin, end) for begin, end in others]
+    futures = [pool().submit(run, begin, end) for begin, end in others]
     try:
         run(*first)
     finally:
@@ -76,45 +71,18 @@ def _chunks(sizes: np.ndarray, parallel_rows: int) -> list[int]:
     """Boundaries of contiguous runs of partitions with roughly equal rows, one run per
     core; a single run when the round is small."""
     n_parts = len(sizes)
-    cores = os.cpu_count() or 1
+    n_cores = cores()
     total = int(sizes.sum())
-    if cores < 2 or n_parts < 2 or total <= parallel_rows:
+    if n_cores < 2 or n_parts < 2 or total <= parallel_rows:
         return [0, n_parts]
     rows_before = np.concatenate([[0], np.cumsum(sizes)])
-    targets = total * np.arange(1, cores) / cores
+    targets = total * np.arange(1, n_cores) / n_cores
     # the boundary whose rows before it are nearest each target
     below = np.searchsorted(rows_before, targets, side="right") - 1
     above = np.minimum(below + 1, n_parts)
     nearer = np.where(rows_before[above] - targets < targets - rows_before[below], above,
                       below)
     return sorted({0, n_parts, *nearer.tolist()})
-
-
-_pool_lock = threading.Lock()
-_executor: ThreadPoolExecutor | None = None
-
-
-def _pool() -> ThreadPoolExecutor:
-    """The threads that run chunks of a round, created on first use. Idle workers end at
-    once when the interpreter exits, and os._exit does not wait for them at all."""
-    global _executor
-    with _pool_lock:
-        if _executor is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            _executor = ThreadPoolExecutor(max_workers=max(1, (os.cpu_count() or 1) - 1),
-                                           thread_name_prefix="anonkit-mondrian")
-        return _executor
-
-
-def _forget_pool() -> None:
-    """A forked child has none of its parent's threads: it starts a pool of its own."""
-    global _executor, _pool_lock
-    _executor = None
-    _pool_lock = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_forget_pool)
 
 
 def first_round(X: np.ndarray) -> tuple:
