@@ -743,8 +743,9 @@ def test_no_step_is_quadratic_in_distinct_values() -> None:
 
 @pytest.mark.slow
 def test_parallel_kernel_release_is_valid_and_deterministic() -> None:
-    """Above 200,000 rows a round's partitions are processed in parallel: the release is
-    still verified by our checker, and the same run gives the same classes."""
+    """A round moving more than PARALLEL_ROWS rows is split over the cores: on a table this
+    size most rows go that way, the release is still verified by our checker, and the same
+    run gives the same classes."""
     ds = make_census(260_000, seed=5)
     qis = list(ds.quasi_identifiers)
     mondrian = Mondrian(k=10, models=["l=2"])
