@@ -25,10 +25,10 @@ import csv
 import os
 import re
 import secrets
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -40,6 +40,8 @@ from anonkit.errors import InputError
 
 if TYPE_CHECKING:
     import pandas as pd
+
+_T = TypeVar("_T")
 
 __all__ = [
     "CSV_SEPARATORS",
@@ -196,8 +198,10 @@ def _read_csv(path: Path, sep: str | None, columns: list[str] | None,
             types |= {f.name: pa.dictionary(pa.int32(), pa.string()) for f in sample
                       if pa.types.is_string(f.type)}
         convert = pa_csv.ConvertOptions(include_columns=include, column_types=types)
-        return pa_csv.read_csv(path, read_options=pa_csv.ReadOptions(block_size=_READ_BLOCK),
-                               parse_options=parse, convert_options=convert), int_columns
+        table = _growing_blocks(lambda block: pa_csv.read_csv(
+            path, read_options=pa_csv.ReadOptions(block_size=block), parse_options=parse,
+            convert_options=convert), _READ_BLOCK)
+        return table, int_columns
 
     try:
         try:
@@ -246,9 +250,25 @@ def _header_line(path: Path) -> bytes | None:
 
 def _sample_schema(path: Path, parse: pa_csv.ParseOptions) -> pa.Schema:
     """The column types pyarrow infers from the first block of the file."""
-    options = pa_csv.ReadOptions(block_size=_SAMPLE_BLOCK, use_threads=False)
-    with pa_csv.open_csv(path, read_options=options, parse_options=parse) as reader:
-        return reader.schema
+
+    def sample(block: int) -> pa.Schema:
+        options = pa_csv.ReadOptions(block_size=block, use_threads=False)
+        with pa_csv.open_csv(path, read_options=options, parse_options=parse) as reader:
+            return reader.schema
+
+    return _growing_blocks(sample, _SAMPLE_BLOCK)
+
+
+def _growing_blocks(read: Callable[[int], _T], block: int) -> _T:
+    """``read(block_size)``, again with blocks four times larger while a row does not fit
+    in one (pyarrow refuses a row longer than its block), up to 1 GiB."""
+    while True:
+        try:
+            return read(block)
+        except pa.ArrowInvalid as exc:
+            if "straddl" not in str(exc) or block >= 1 << 30:
+                raise
+            block *= 4
 
 
 def _integers_unless_leading_zeros(column: pa.ChunkedArray) -> pa.ChunkedArray:
