@@ -59,20 +59,24 @@ def pycanon_view(data: pd.DataFrame, qis: list[str]) -> pd.DataFrame:
     return view
 
 
+def model_texts(l: int | None, t: float | None,  # noqa: E741
+                entropy_l: float | None) -> list[str]:
+    """The models given, in their short forms."""
+    texts = [f"l={l}"] if l is not None else []
+    if t is not None:
+        texts.append(f"t={t!r}")
+    if entropy_l is not None:
+        texts.append(f"entropy-l={entropy_l!r}")
+    return texts
+
+
 def assert_release_ok(result: AnonymizationResult, qis: list[str], sensitive: str | None,
                       k: int, l: int | None = None,  # noqa: E741
                       t: float | None = None,
                       entropy_l: float | None = None) -> None:
     """The release passes our own verdicts, our checker run afresh, and pycanon."""
     assert result.passed, result.summary()
-    models: list[str] = [f"k={k}"]
-    if l is not None:
-        models.append(f"l={l}")
-    if t is not None:
-        models.append(f"t={t!r}")
-    if entropy_l is not None:
-        models.append(f"entropy-l={entropy_l!r}")
-    report = check(result.data, qis, sensitive, models)
+    report = check(result.data, qis, sensitive, [f"k={k}", *model_texts(l, t, entropy_l)])
     assert report.passed, str(report)
     view = pycanon_view(result.data, qis)
     assert not view[qis].isna().any().any()
@@ -243,13 +247,7 @@ def test_random_releases_pass_pycanon_and_ours(case: dict[str, object],
     top = float(np.exp(-(p * np.log(p)).sum()))
     entropy_l = data.draw(st.none() | st.floats(1.0, max(1.0, top * (1 - 1e-9))),
                           label="entropy_l")
-    models: list[str] = []
-    if l is not None:
-        models.append(f"l={l}")
-    if t is not None:
-        models.append(f"t={t!r}")
-    if entropy_l is not None:
-        models.append(f"entropy-l={entropy_l!r}")
+    models = model_texts(l, t, entropy_l)
     mondrian = Mondrian(
         k=k, models=models,
         strategy=data.draw(st.sampled_from(STRATEGIES), label="strategy"),

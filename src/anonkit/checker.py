@@ -283,12 +283,20 @@ def group_codes(columns: Sequence[tuple[np.ndarray, int]],
         key *= n_values
         key += codes
         span *= n_values
-    # numbered in order of first appearance, as documented
-    ids, distinct = pd.factorize(key, size_hint=_groups_hint(span, n_rows))
+    return first_appearances(key, size_hint=_groups_hint(span, n_rows))
+
+
+def first_appearances(values: np.ndarray, size_hint: int | None = None
+                      ) -> tuple[np.ndarray, int, np.ndarray]:
+    """(per element, the index of its value among the distinct values numbered in order of
+    first appearance; how many distinct values; the position of each one's first
+    appearance). ``size_hint``: the expected number of distinct values."""
+    ids, distinct = pd.factorize(values, size_hint=size_hint)
     ids = ids.astype(np.int64, copy=False)
-    # in first-appearance order a row opens a class exactly when its id exceeds all before
-    running = np.maximum.accumulate(ids, out=key)
-    opens = np.empty(n_rows, dtype=bool)
+    # in first-appearance order an element opens a value exactly when its id exceeds all
+    # before it
+    running = np.maximum.accumulate(ids)
+    opens = np.empty(len(ids), dtype=bool)
     opens[:1] = True
     np.greater(running[1:], running[:-1], out=opens[1:])
     return ids, len(distinct), np.flatnonzero(opens)

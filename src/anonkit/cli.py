@@ -186,7 +186,7 @@ def anonymize(input_path: str | None, output: str | None, config_path: Path | No
 
 def run_anonymize(job: dict[str, Any], progress: bool = True) -> dict[str, Any]:
     """Run one anonymization job (the settings of ``anonymize`` as a dict)."""
-    from anonkit.io import check_output_path, table_columns
+    from anonkit.io import check_output_path
 
     for key in ("input", "output"):
         if not job.get(key):
@@ -259,7 +259,7 @@ def run_anonymize(job: dict[str, Any], progress: bool = True) -> dict[str, Any]:
         with bar.phase("writing"):
             t0 = time.perf_counter()
             result.write(job["output"], unchanged=unchanged, verbatim=verbatim,
-                         column_order=table_columns(job["input"], job.get("separator")))
+                         column_order=table.column_names)
             result.timings["write"] = time.perf_counter() - t0
         if pending_report is not None and report is not None:
             os.replace(pending_report, report)
@@ -417,7 +417,6 @@ def run() -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
-
 
 
 def _tune_process() -> None:

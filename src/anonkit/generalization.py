@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from anonkit._parallel import on_all_cores
+from anonkit.checker import first_appearances
 from anonkit.errors import InputError
 from anonkit.table import EncodedColumn, Kind, code_type_for
 
@@ -292,7 +293,7 @@ def _distinct_sets_by_sorting(grouped: np.ndarray, starts: np.ndarray, card: int
     member = (np.compress(new, keys) % key_type(card)).astype(grouped.dtype)
     first_member = np.cumsum(sizes) - sizes
     for seed in itertools.count():
-        set_of_class, first_class = _first_appearances(
+        set_of_class, _, first_class = first_appearances(
             np.add.reduceat(_code_weights(card, seed)[member], first_member))
         # sets are equal exactly when the fingerprints are, unless by some accident
         # two sets' sums coincide: check every class against its set's first class
@@ -310,16 +311,6 @@ def _code_weights(card: int, seed: int) -> np.ndarray:
     """A random 64-bit number per code: a set's fingerprint is their sum over its members
     (wrapping around)."""
     return np.random.default_rng(seed).integers(0, 2**64, card, dtype=np.uint64)
-
-
-def _first_appearances(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(per element, the index of its value among the distinct values in order of first
-    appearance; the position of each distinct value's first appearance)."""
-    index, _ = pd.factorize(values)
-    # in first-appearance order an element is a first appearance exactly when its index
-    # exceeds all before it
-    running = np.maximum.accumulate(index)
-    return index, np.flatnonzero(np.diff(running, prepend=-1) > 0)
 
 
 def _runs(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:

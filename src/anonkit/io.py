@@ -476,7 +476,8 @@ def write_csv(table: pa.Table, path: str | Path, sep: str = ",",
     """
     from anonkit._csv_writer import write_csv as write_rows
 
-    header = sep.join(_escape_cell(name, sep) for name in table.column_names) + "\n"
+    names = _escaped_texts(pa.array(table.column_names, type=pa.string()), sep)
+    header = sep.join(names.to_pylist()) + "\n"
     columns = [_csv_chunks(table[i], sep, name in verbatim)
                for i, name in enumerate(table.column_names)]
     fd = _open_for_writing(path, direct=table.num_rows >= _DIRECT_ROWS)
@@ -495,19 +496,13 @@ def _open_for_writing(path: str | Path, direct: bool) -> int:
 
     Copying hundreds of megabytes into the page cache costs the kernel as much CPU as
     formatting them; written directly they go from the writer's buffer to the device while
-    the next rows are formatted. A file system without direct I/O (tmpfs) refuses the flag:
-    then the file is opened as usual."""
+    the next rows are formatted. A file system without direct I/O (tmpfs on many kernels)
+    refuses the flag: then the file is opened as usual."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
     if direct and hasattr(os, "O_DIRECT"):
         with suppress(OSError):
             return os.open(path, flags | os.O_DIRECT, 0o666)
     return os.open(path, flags, 0o666)
-
-
-def _escape_cell(text: str, sep: str) -> str:
-    if text == "" or any(c in text for c in (sep, '"', "\n", "\r")):
-        return '"' + text.replace('"', '""') + '"'
-    return text
 
 
 def _escaped_texts(values: pa.Array, sep: str) -> pa.Array:
@@ -526,7 +521,9 @@ def _csv_chunks(column: pa.ChunkedArray, sep: str, verbatim: bool) -> list[tuple
             and not pa.types.is_large_string(column.type):
         column = pc.cast(column, pa.string())
     chunks: list[tuple[object, ...]] = []
-    escaped: dict[int, tuple[np.ndarray, pa.Buffer, int]] = {}  # per dictionary, once
+    # labels escaped once per dictionary; keyed by id: the chunks (and the dictionary each
+    # caches) stay alive through the loop, so no id is reused for another dictionary
+    escaped: dict[int, tuple[np.ndarray, pa.Buffer, int]] = {}
     for chunk in column.chunks:
         if len(chunk) == 0:
             continue
