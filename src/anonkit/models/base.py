@@ -149,6 +149,65 @@ def _value_counts(class_ids: np.ndarray, codes: np.ndarray, n_classes: int,
     return ValueCounts(keys // n_values, keys % n_values, counts.astype(np.int64), n_classes)
 
 
+@dataclass(frozen=True)
+class CrossReleaseRequirement:
+    """What a model promises about every record when releases are intersected: after an
+    adversary combines everything published about a record, ``measure >= threshold``.
+
+    Measures (computed by the cross-release audit over a record's intersected classes):
+    ``candidates`` (people who could be the record), ``distinct`` (distinct sensitive values
+    left, a missing value counting as a value), ``distinct_present`` (the same without the
+    missing value) and ``range`` (max - min of the numeric values left). The audit always
+    checks, besides these, that more than one value is left (no exact disclosure).
+    """
+
+    model: str  # the model's name, for messages
+    measure: str
+    threshold: float
+    attribute: str | None = None  # the sensitive attribute it concerns (None: any / none)
+
+    MEASURES: ClassVar[tuple[str, ...]] = ("candidates", "distinct", "distinct_present",
+                                           "range")
+
+    def __post_init__(self) -> None:
+        if self.measure not in self.MEASURES:
+            raise ValueError(f"unknown cross-release measure {self.measure!r}; one of "
+                             f"{', '.join(self.MEASURES)}")
+
+    def describe(self) -> str:
+        noun = {"candidates": "candidates", "distinct": "distinct sensitive values",
+                "distinct_present": "distinct sensitive values (missing not counted)",
+                "range": "sensitive range"}[self.measure]
+        return f"{noun} >= {exact_number(self.threshold)}"
+
+    def to_dict(self) -> dict[str, object]:
+        return {"model": self.model, "measure": self.measure, "threshold": self.threshold,
+                "attribute": self.attribute}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, object]) -> CrossReleaseRequirement:
+        return cls(str(d["model"]), str(d["measure"]), float(d["threshold"]),  # type: ignore[arg-type]
+                   None if d.get("attribute") is None else str(d["attribute"]))
+
+
+def exact_number(value: object) -> str:
+    """A number as given, never rounded: ``5`` for 5.0, ``0.12345678`` for 0.12345678
+    (the shortest text that reads back as the same float), ``1000000000`` for 1e9."""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            return str(value)
+        if value.is_integer() and abs(value) < 2**63:
+            return str(int(value))
+        return repr(value)
+    return str(value)
+
+
 def format_parameters(parameters: Mapping[str, object]) -> str:
     """``{"k": 5, "l": 2}`` -> ``"k=5, l=2"``, as models are named in messages."""
     return ", ".join(f"{name}={value}" for name, value in parameters.items())
