@@ -57,11 +57,12 @@ import numpy as np
 import pandas as pd
 
 import anonkit
-from anonkit.algorithms.mondrian import Mondrian, Partitioning
+from anonkit.algorithms.mondrian import Mondrian
 from anonkit.datasets import CENSUS_QUASI_IDENTIFIERS, load_adult, make_census
 from anonkit.io import write_table
 from anonkit.metrics.utility import gcp as gcp_of
 from anonkit.models import KAnonymity
+from anonkit.partition import Partition
 from anonkit.table import EncodedTable, Schema, encode
 
 ADULT_KS = (5, 10, 50)
@@ -349,7 +350,7 @@ def large_algorithm(report: Report, n_rows: int, repeat: int, workdir: Path) -> 
     table: EncodedTable = encode(ds.data, Schema.from_roles(ds.data, qis, identifiers=["id"]))
     encode_s = time.perf_counter() - t0
     mondrian, models = Mondrian(k=10), [KAnonymity(10)]
-    parts: Partitioning = mondrian.partition(table, models)
+    parts: Partition = mondrian.partition(table, models)
     algo = best_of(lambda: mondrian.partition(table, models), repeat)
     report.add(f"{label} x 8 QIs, k=10, algorithm (warm, best of {repeat})", fmt_s(algo),
                target=f"<= {T_LARGE_ALGO_S} s" if at_target_size else "",

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from anonkit.models import KEAnonymity
-from anonkit.models.base import Classes, KAnonymity, SensitiveAttribute
+from anonkit.models.base import Classes, KAnonymity, PrivacyModel, SensitiveAttribute
 from anonkit.releases.publish import (
     PUBLISH_HOOKS,
     PublishContext,
@@ -94,7 +94,7 @@ def sorted_chunks(df: pd.DataFrame, request: PublishRequest,
     classes = pd.DataFrame({"size": np.bincount(class_ids), **labels})
     verdicts = [KAnonymity(k).verdict(Classes(class_ids))]
     return AnonymizationResult(data.reset_index(drop=True), class_ids, classes, verdicts, {},
-                               schema, "sorted-chunks", {"k": k})
+                               schema, "sorted-chunks", {"k": k}, models=[KAnonymity(k)])
 
 
 register_method("sorted-chunks", sorted_chunks, replace=True)
@@ -114,17 +114,18 @@ def given_classes(df: pd.DataFrame, request: PublishRequest,
     for q in schema.quasi_identifiers:
         data[q] = labels[q][class_ids]
     k = int(request.options.get("k", 1))  # type: ignore[call-overload]
+    models: list[PrivacyModel] = [KAnonymity(k)]
     verdicts = [KAnonymity(k).verdict(Classes(class_ids))]
     if "ke" in request.options:  # (k, e, attribute): also promise (k,e)-anonymity
         ke_k, ke_e, attr = request.options["ke"]  # type: ignore[misc]
         income = SensitiveAttribute.from_encoded(encode_column(
             df[attr].reset_index(drop=True), ColumnSpec(attr, Role.SENSITIVE, Kind.NUMERIC),
             allow_missing=True))
-        verdicts.append(KEAnonymity(ke_k, ke_e, attribute=attr).verdict(
-            Classes(class_ids, sensitive=[income])))
+        models.append(KEAnonymity(ke_k, ke_e, attribute=attr))
+        verdicts.append(models[-1].verdict(Classes(class_ids, sensitive=[income])))
     return AnonymizationResult(data, class_ids, pd.DataFrame({"size": np.bincount(class_ids),
                                                                **labels}),
-                               verdicts, {}, schema, "given-classes", {"k": k})
+                               verdicts, {}, schema, "given-classes", {"k": k}, models=models)
 
 
 register_method("given-classes", given_classes, replace=True)

@@ -5,6 +5,7 @@ history), and the acceptance scenario: naive Mondrian re-run on a churning table
 from __future__ import annotations
 
 import base64
+import importlib
 import json
 from collections import Counter, defaultdict
 from collections.abc import Sequence
@@ -21,19 +22,43 @@ from anonkit.releases.attacks import (
     PINNED,
     AuditReport,
     CrossReleaseBreachError,
+    Requirement,
     ScopeResult,
     audit,
+    audit_views,
     requirements_of,
 )
+from anonkit.releases.migrations import v1_requirements
 from anonkit.releases.publish import PublishRequest, method_for, publish, register_method
 from anonkit.releases.report import render_html
-from anonkit.releases.store import HistoryStore
+from anonkit.releases.store import HistoryStore, PreparedRelease, multisets
 from history_helpers import churned_versions, make_request, people
 
 if TYPE_CHECKING:
     from pg_fixtures import HistoryTarget
 
 pytest_plugins = ["pg_fixtures"]
+
+
+@pytest.fixture(autouse=True)
+def requirements_from_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Releases published here carry the requirements their verdicts imply.
+
+    Publishing records what the models declare (``cross_release_requirements``); where a
+    release comes out of ``prepare_release`` without any, the tests give it the mapping a
+    version-1 history is upgraded with, which is what these tests were written against.
+    """
+    # the module, not the function the package exports under the same name
+    publish_module = importlib.import_module("anonkit.releases.publish")
+    original = publish_module.prepare_release
+
+    def prepare(*args: object, **kwargs: object) -> object:
+        release = original(*args, **kwargs)  # type: ignore[arg-type]
+        if not release.requirements:
+            release.requirements = v1_requirements(release.verdicts)
+        return release
+
+    monkeypatch.setattr(publish_module, "prepare_release", prepare)
 
 
 def open_store(target: HistoryTarget) -> HistoryStore:
@@ -108,31 +133,63 @@ def test_hand_computed_pair(history: HistoryTarget, tmp_path: Path) -> None:
         assert strict.records_breached == 6
 
 
-def test_requirements_come_from_the_recorded_models(history: HistoryTarget,
-                                                    tmp_path: Path) -> None:
+def test_requirements_come_from_the_recorded_requirements(history: HistoryTarget,
+                                                          tmp_path: Path) -> None:
+    """The audit reads the requirements a release recorded, not its models' names: a
+    model the audit has never heard of counts, and a model without requirements is only
+    checked for exact disclosure (and said to be)."""
+    from anonkit.models.base import CrossReleaseRequirement
+
     with _hand_history(history, tmp_path) as store:
         info = store.release("census", 1)
     assert [(r.model, r.measure, r.threshold) for r in requirements_of(info)] == [
         ("k-anonymity", "candidates", 2.0)]
-    # the models' own names, so a renamed model cannot silently drop out of the audit
-    from anonkit.models import (
-        DistinctLDiversity,
-        EntropyLDiversity,
-        KEAnonymity,
-        RecursiveCLDiversity,
-        TCloseness,
-    )
+    assert requirements_of(info)[0] == CrossReleaseRequirement("k-anonymity", "candidates",
+                                                               2.0)
+    novel = CrossReleaseRequirement("novel model", "distinct_present", 4.0, "income")
+    fake = info.__class__(**{**info.__dict__, "requirements": [novel.to_dict()],
+                             "models": [{"model": "novel model", "parameters": {"z": 4}},
+                                        {"model": "t-closeness", "parameters": {"t": 0.2}}]})
+    assert requirements_of(fake) == [novel]
+    from anonkit.releases.attacks import exact_only_models
 
-    fake = info.__class__(**{**info.__dict__, "verdicts": [
-        {"model": DistinctLDiversity.name, "parameters": {"l": 3}},
-        {"model": EntropyLDiversity.name, "parameters": {"l": 2.5}},
-        {"model": RecursiveCLDiversity.name, "parameters": {"c": 4, "l": 3}},
-        {"model": KEAnonymity.name, "parameters": {"k": 3, "e": 2000}},
-        {"model": TCloseness.name, "parameters": {"t": 0.2}}]})
-    assert [(r.model, r.measure, r.threshold) for r in requirements_of(fake)] == [
-        (DistinctLDiversity.name, "distinct", 3.0), (EntropyLDiversity.name, "distinct", 2.5),
-        (RecursiveCLDiversity.name, "distinct", 3.0), (KEAnonymity.name, "distinct", 3.0),
-        (KEAnonymity.name, "range", 2000.0)]
+    assert exact_only_models(fake) == ["t-closeness (t=0.2)"]
+    # the verdicts' names no longer matter: no requirement recorded, none audited
+    bare = info.__class__(**{**info.__dict__, "requirements": []})
+    assert requirements_of(bare) == []
+    assert exact_only_models(bare) == ["k-anonymity (k=2)"]
+
+
+def test_a_model_without_cross_release_measure_is_checked_for_exact_disclosure(
+        tmp_path: Path) -> None:
+    """Releases whose only model declares no requirement are still audited for exact
+    disclosure, and the report (summary, JSON, HTML) says so; thresholds print exactly."""
+    with HistoryStore.open(tmp_path / "h.db", create=True) as store:
+        for n, classes in enumerate((RELEASE_1, RELEASE_2), start=1):
+            req = make_request(method="given-classes", k=2, sensitive=("disease", "income"),
+                               classes=classes)
+            publish(store, HAND, req, tmp_path / f"r{n}.csv", allow_breach=True)
+        views = [store.load(i, labels=False) for i in store.releases("census")]
+    from anonkit.releases.attacks import EXACT_ONLY, audit_views
+
+    for v in views:  # as a t-closeness release records itself: a model, no requirement
+        object.__setattr__(v, "info", v.info.__class__(**{
+            **v.info.__dict__, "requirements": [],
+            "models": [{"model": "t-closeness", "parameters": {"t": 0.123456789}}]}))
+    report = audit_views(views)
+    (pair,) = report.pairs
+    assert {f.model for f in pair.findings} == {PINNED}  # a, d, e, f: one value left
+    assert pair.records_breached == 4
+    assert report.exact_only == ["t-closeness (t=0.123456789)"]
+    assert f"t-closeness (t=0.123456789): {EXACT_ONLY}" in report.summary()
+    assert report.to_dict()["checked_only_for_exact_disclosure"] == [
+        "t-closeness (t=0.123456789)"]
+    assert f"t-closeness (t=0.123456789): {EXACT_ONLY}" in render_html(report)
+    # an explicit threshold prints as given, never rounded
+    exact = audit_views(views, e=1234567.5)
+    finding = next(f for f in exact.pairs[0].findings if f.measure == "range")
+    assert "sensitive range >= 1234567.5" in finding.describe()
+    assert "range &gt;= 1234567.5" in render_html(exact)
 
 
 def test_republishing_the_same_classes_reveals_nothing_new(tmp_path: Path) -> None:
@@ -399,6 +456,96 @@ def test_ke_anonymity_does_not_count_a_missing_value_as_distinct(tmp_path: Path)
         report = audit(store, "census")
     pair = report.pairs[0]
     ke = {f.adversary: f.records for f in pair.findings
-          if f.model == KEAnonymity.name and f.measure == "distinct"
+          if f.model == KEAnonymity.name and f.measure == "distinct_present"
           and f.attribute == "income"}
     assert ke == {"qi": 2, "linkage": 4}
+
+
+# -- release kinds: counterfeits and permuted groups ---------------------------------------
+
+
+def hand_release(seq: int, members: dict[str, int], values: dict[str, str], *,
+                 kind: str = "generalized", fakes: dict[int, list[str]] | None = None,
+                 k: int = 3) -> PreparedRelease:
+    """A release built by hand: ``members`` maps each record to its class, ``values`` gives
+    its disease, ``fakes`` the values of counterfeit rows per class."""
+    fakes = fakes or {}
+    keys = sorted(members)
+    fake_classes = [c for c, vals in fakes.items() for _ in vals]
+    class_ids = np.array([members[key] for key in keys] + fake_classes, dtype=np.int64)
+    released = pd.Series([values[key] for key in keys]
+                         + [v for vals in fakes.values() for v in vals], dtype=object)
+    sizes = np.bincount(class_ids)
+    n_classes = len(sizes)
+    pseudonyms = [key.encode().ljust(16, b".") for key in keys]
+    return PreparedRelease(
+        dataset="hand", seq=seq, method="hand", parameters={}, key_column="pid",
+        columns={}, quasi_identifiers=["q"], sensitive=["disease"],
+        models=[{"model": "k-anonymity", "parameters": {"k": k}}], verdicts=[],
+        n_input_rows=len(keys), n_released_rows=len(class_ids),
+        class_rows=[(c, int(sizes[c]), f'["g{c}"]') for c in range(n_classes)],
+        class_values=[multisets("disease", released, class_ids)],
+        record_hashes=pseudonyms, record_classes=[members[key] for key in keys],
+        release_kind=kind, group_column="group" if kind == "permuted" else None,
+        requirements=[Requirement("k-anonymity", "candidates", k)],
+        counterfeits=np.bincount(np.array(fake_classes, dtype=np.int64),
+                                 minlength=n_classes).tolist())
+
+
+def test_counterfeit_rows_are_no_identity_candidates(tmp_path: Path) -> None:
+    """a and b are alone with 3 counterfeit rows in both releases: 5 rows, 2 people. The
+    qi adversary's bound counts 2 candidates (the multisets keep the fakes' values, so the
+    value bound alone would say 5), which breaks k = 3; c..g (5 people) are safe."""
+    members = {"a": 0, "b": 0, "c": 1, "d": 1, "e": 1, "f": 1, "g": 1}
+    values = dict(zip(members, ["flu", "hiv", "flu", "hiv", "cold", "cancer", "flu"],
+                      strict=True))
+    fakes = {0: ["cold", "asthma", "cancer"]}
+    with HistoryStore.open(tmp_path / "h.db", create=True) as store:
+        for seq in (1, 2):
+            store.commit_release(hand_release(seq, members, values, fakes=fakes))
+        report = audit(store, "hand")
+        view = store.load(store.release("hand", 1))
+    assert view.sizes.tolist() == [5, 5] and view.counterfeits.tolist() == [3, 0]
+    (pair,) = report.pairs
+    assert counts(pair) == {("qi", "k-anonymity", None): 2,
+                            ("linkage", "k-anonymity", None): 2}
+    (finding,) = [f for f in pair.findings if f.adversary == "qi"]
+    assert finding.threshold == 3.0
+    assert [w["candidates_qi"] for w in finding.worst] == [2, 2]
+    assert finding.worst[0]["class_counterfeits"] == {"1": 3, "2": 3}
+    # without the counterfeit counts the same rows would look like 5 candidates
+    plain = [hand_release(seq, members, values, fakes=fakes).view() for seq in (1, 2)]
+    for v in plain:
+        v.counterfeits = np.zeros(v.n_classes, dtype=np.int64)
+    assert ("qi", "k-anonymity", None) not in counts(audit_views(plain).pairs[0])
+
+
+#: permuted releases: values are shuffled within each group, so linking a person's rows
+#: gives their group, not their value. Release 1 groups {a,b,c} {d,e,f}; release 2
+#: {a,d,e} {b,c,f}. a: {flu,hiv,cold} & {flu,flu,hiv} = {flu,hiv}, alone; b, c share both
+#: groups: {flu,hiv,cold} & {hiv,cold,asthma} = {hiv,cold}; f: {hiv,asthma}, alone.
+PERMUTED_1 = {"a": 0, "b": 0, "c": 0, "d": 1, "e": 1, "f": 1}
+PERMUTED_2 = {"a": 0, "d": 0, "e": 0, "b": 1, "c": 1, "f": 1}
+PERMUTED_VALUES = {"a": "flu", "b": "hiv", "c": "cold", "d": "flu", "e": "hiv",
+                   "f": "asthma"}
+
+
+def test_linking_permuted_groups_does_not_pin_a_value() -> None:
+    views = [hand_release(n, classes, PERMUTED_VALUES, kind="permuted", k=1).view()
+             for n, classes in enumerate((PERMUTED_1, PERMUTED_2), start=1)]
+    (pair,) = audit_views(views).pairs
+    assert pair.findings == [] and pair.records_breached == 0
+    # the same classes with values on rows: the lone a and f are pinned (their one
+    # candidate row carries the value)
+    rows = [hand_release(n, classes, PERMUTED_VALUES, k=1).view()
+            for n, classes in enumerate((PERMUTED_1, PERMUTED_2), start=1)]
+    (pair,) = audit_views(rows).pairs
+    assert counts(pair) == {("linkage", PINNED, "disease"): 2}
+    # a generalized release in the scope carries values on rows: the bound applies again
+    mixed = [views[0], rows[1]]
+    assert counts(audit_views(mixed).pairs[0]) == {("linkage", PINNED, "disease"): 2}
+    # b and c share both groups, two values are left: never an exact disclosure, and with
+    # l = 3 the linkage adversary of the permuted scope sees what the qi adversary sees
+    strict = audit_views(views, l=3).pairs[0]
+    assert counts(strict) == {("qi", "distinct l-diversity", "disease"): 6,
+                              ("linkage", "distinct l-diversity", "disease"): 6}

@@ -36,6 +36,7 @@ from anonkit.releases.publish import (
 )
 from anonkit.releases.secret import SECRET_ENV, RecordHasher, canonical_keys
 from anonkit.releases.store import HistoryStore, schema_table, sha256_file
+from anonkit.verify import verify_release
 from history_helpers import (
     churned_versions,
     history_state,
@@ -105,6 +106,21 @@ def test_a_new_sqlite_history_gets_a_private_secret_beside_it(tmp_path: Path) ->
     secret = secret_file.read_text().strip()
     assert len(secret) >= 32
     assert secret.encode() not in db.read_bytes()  # the secret never enters the database
+
+
+def test_a_new_history_has_the_current_format(history: HistoryTarget) -> None:
+    from anonkit.releases.store import SCHEMA_VERSION
+
+    with open_store(history) as store:
+        inspector = sa.inspect(store.engine)
+        assert {"anonkit_method_state", "anonkit_auxiliary"} <= set(
+            inspector.get_table_names())
+        columns = {c["name"] for c in inspector.get_columns("anonkit_releases")}
+        assert {"release_kind", "threat_model", "requirements", "seeded",
+                "group_column"} <= columns
+        assert "counterfeits" in {c["name"] for c in inspector.get_columns("anonkit_classes")}
+        with store.engine.connect() as conn:
+            assert conn.execute(sa.select(schema_table.c.version)).scalar() == SCHEMA_VERSION
 
 
 def test_opening_a_missing_history_without_create_is_an_error(tmp_path: Path) -> None:
@@ -189,6 +205,7 @@ def test_a_release_records_what_an_adversary_sees(history: HistoryTarget,
     # the same result, computed again outside the history
     expected = sorted_chunks(df, make_request(sensitive=("disease", "income")),
                              _context(df, ("disease", "income")))
+    verify_release(expected)  # classes numbered as the verifier, and so the history, does
     assert (info.dataset, info.seq, info.method) == ("census", 1, "sorted-chunks")
     assert info.parameters == {"k": 5}
     assert info.key_column == "pid"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import decimal
 import errno
 import os
 import stat
@@ -12,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from anonkit import io as anonkit_io
@@ -187,6 +189,88 @@ def test_type_changes_after_the_sampled_block(tmp_path: Path) -> None:
     assert df["b"].dtype == object and df["b"].iloc[-1] == "0042" and df["b"].iloc[1] == "1"
     assert df["c"].dtype == np.float64 and df["c"].iloc[-1] == 1.5
     assert df["d"].dtype == object and df["d"].iloc[-1] == "text"
+
+
+def test_integers_float64_cannot_hold_stay_text(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    reads: list[object] = []
+    real_read = anonkit_io.pa_csv.read_csv
+
+    def counted(*args: object, **kwargs: object) -> pa.Table:
+        reads.append(args[0])
+        return real_read(*args, **kwargs)
+
+    monkeypatch.setattr(anonkit_io.pa_csv, "read_csv", counted)
+    path = write_bytes(tmp_path / "big.csv", (
+        b"big,mixed,exact,neg,int,plain\n"
+        b"12345678901234567891,1.5,100000000000000000000,-12345678901234567891,"
+        b"9007199254740993,0.25\n"
+        b"12345678901234567892,12345678901234567891,1.5,5,1,1e300\n"))
+    df = read_table(path)
+    assert df["big"].tolist() == ["12345678901234567891", "12345678901234567892"]
+    assert df["mixed"].tolist() == ["1.5", "12345678901234567891"]  # as written
+    assert df["neg"].tolist() == ["-12345678901234567891", "5"]
+    # 1e20 is a float64 exactly: the column stays numeric
+    assert df["exact"].dtype == np.float64 and df["exact"].tolist() == [1e20, 1.5]
+    assert df["int"].dtype == np.int64 and df["int"].tolist() == [2**53 + 1, 1]
+    assert df["plain"].dtype == np.float64
+    assert len(reads) == 2  # the columns with large numbers were read again as text
+    reads.clear()
+    small = write_bytes(tmp_path / "small.csv", b"a,b\n1.5,2\n2.5,1e15\n")
+    assert read_table(small).dtypes.astype(str).tolist() == ["float64", "float64"]
+    assert len(reads) == 1  # ordinary floats are read once
+
+
+def test_a_long_integer_after_the_sampled_block_stays_text(tmp_path: Path) -> None:
+    n = 150_000  # > 1 MiB, so the first block is all small integers
+    rows = [f"{i},{i},x" for i in range(n)]
+    rows[-2] = "1,2.5,x"
+    rows[-1] = '7,12345678901234567891,"two\nlines"'  # (the retry that allows line breaks)
+    path = write_bytes(tmp_path / "late.csv", ("a,b,c\n" + "\n".join(rows) + "\n").encode())
+    df = read_table(path)
+    assert df["a"].dtype == np.int64
+    assert df["b"].dtype == object and df["b"].iloc[-1] == "12345678901234567891"
+    assert df["b"].iloc[-2] == "2.5" and df["b"].iloc[3] == "3"
+    late_float = write_bytes(tmp_path / "late_float.csv", (
+        "a\n" + "\n".join(str(i) for i in range(n)) + "\n12345678901234567.5\n").encode())
+    assert read_table(late_float)["a"].dtype == np.float64  # not an integer: a float
+
+
+def test_as_text_reads_every_cell_as_written(tmp_path: Path) -> None:
+    path = write_bytes(tmp_path / "t.csv",
+                       b"zip,n,d,s\n02139,1,2024-01-02, x\n2139.0,,2024-01-03,NA\n")
+    df = read_table(path, as_text=True)
+    assert df.to_dict("list") == {"zip": ["02139", "2139.0"], "n": ["1", ""],
+                                  "d": ["2024-01-02", "2024-01-03"], "s": [" x", "NA"]}
+    categorical = read_table(path, as_text=True, categorical_text=True)
+    assert all(isinstance(t, pd.CategoricalDtype) for t in categorical.dtypes)
+    assert categorical["zip"].tolist() == ["02139", "2139.0"]
+    table = pa.table({"i": pa.array([2**63, 5], pa.uint64()), "f": [2139.0, 0.1],
+                      "nan": [float("nan"), 1.5], "t": ["02139", None],
+                      "day": pa.array([19000, 19001], pa.date32())})
+    pq.write_table(table, tmp_path / "t.parquet")
+    back = read_table(tmp_path / "t.parquet", as_text=True)
+    assert back["i"].tolist() == ["9223372036854775808", "5"]
+    assert back["f"].tolist() == ["2139", "0.1"]
+    assert back["day"].tolist() == ["2022-01-08", "2022-01-09"]
+    assert back["t"].tolist() == ["02139", None]
+    assert back["nan"].dtype == np.float64  # NaN has no text that reads back as NaN
+
+
+def test_parquet_integers_and_decimals_stay_exact(tmp_path: Path) -> None:
+    table = pa.table({
+        "u": pa.array([2**64 - 1, 5], pa.uint64()),
+        "big": pa.array([decimal.Decimal("12345678901234567891"), decimal.Decimal(1)],
+                        pa.decimal128(38, 0)),
+        "cents": pa.array([decimal.Decimal("-1.13"), None], pa.decimal128(10, 2)),
+    })
+    pq.write_table(table, tmp_path / "d.parquet")
+    df = read_table(tmp_path / "d.parquet")
+    assert df["u"].dtype == np.uint64 and df["u"].tolist() == [2**64 - 1, 5]
+    assert df["big"].tolist() == ["12345678901234567891", "1"]  # float64 would round it
+    assert df["cents"].dtype == np.float64
+    assert df["cents"].iloc[0] == -1.13  # the float nearest -1.13, not -1.1300000000000001
+    assert np.isnan(df["cents"].iloc[1])
 
 
 def test_bom_spaces_in_names_blank_lines_and_quoted_newlines(tmp_path: Path) -> None:

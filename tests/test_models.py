@@ -1,6 +1,7 @@
 """Privacy models: hand-computed known answers, agreement of the vectorised levels with
 plain per-class definitions (and, for t-closeness, with an exact transport LP), declared
-monotonicity, and constructor validation."""
+monotonicity, exact comparisons and printing, cross-release requirements, and constructor
+validation."""
 
 from __future__ import annotations
 
@@ -18,12 +19,14 @@ from anonkit.hierarchy.base import Hierarchy
 from anonkit.models import (
     BetaLikeness,
     Classes,
+    CrossReleaseRequirement,
     DeltaDisclosure,
     DistinctLDiversity,
     EnhancedBetaLikeness,
     EntropyLDiversity,
     KAnonymity,
     KEAnonymity,
+    MUniqueness,
     PrivacyModel,
     RecursiveCLDiversity,
     SensitiveAttribute,
@@ -301,6 +304,154 @@ def test_check_attribute_refuses_impossible_parameters() -> None:
         KEAnonymity(2, 1).check_attribute(attr)
 
 
+# -- m-uniqueness -------------------------------------------------------------------------
+
+def test_m_uniqueness_known_answer() -> None:
+    # class 0: a b c d: 4 rows, top value 1 row -> level 4/1 = 4
+    # class 1: a a b b: 4 rows, top 2 -> 2
+    # class 2: a a a b c: 5 rows, top 3 -> 5/3 (meets m = 1 only: 3 * 2 = 6 > 5)
+    # class 3: missing, missing, a: the missing value is a value, top 2 of 3 -> 1.5
+    # class 4: a a b b c c: 6 rows, top 2 -> 3; m = 3 passes (2 * 3 = 6 <= 6): the shares
+    #   are bounded, the rows need not hold pairwise distinct values
+    classes = table([list("abcd"), list("aabb"), list("aaabc"), [None, None, "a"],
+                     list("aabbcc")])
+    assert MUniqueness(2).levels(classes).tolist() == pytest.approx([4, 2, 5 / 3, 1.5, 3])
+    assert MUniqueness(1).holds(classes).all()
+    assert MUniqueness(2).holds(classes).tolist() == [True, True, False, False, True]
+    assert MUniqueness(3).holds(classes).tolist() == [True, False, False, False, True]
+    assert MUniqueness(4).holds(classes).tolist() == [True, False, False, False, False]
+    v = MUniqueness(3).verdict(classes)
+    assert not v.passed and v.failing_classes == 3 and v.worst_class == 3
+    assert v.measured == 1.5 and v.required == 3 and v.comparison == ">="
+    assert "FAIL m-uniqueness (m=3): measured size/max count = 1.5, required" in str(v)
+    # fewer than m rows fails even when every row holds its own value
+    assert MUniqueness(5).holds(classes).tolist() == [False] * 5
+    model = MUniqueness(4)
+    assert (model.min_class_size(), model.min_distinct_values(), model.monotonic,
+            model.needs_sensitive) == (4, 4, True, True)
+
+
+def test_m_uniqueness_refuses_impossible_m() -> None:
+    attr = attribute(["flu", "cold", "flu"], name="disease")
+    with pytest.raises(InputError, match="m-uniqueness: m=3 but 'disease' has only 2"):
+        MUniqueness(3).check_attribute(attr)
+    MUniqueness(2).check_attribute(attr)
+
+
+def test_m_uniqueness_huge_m_does_not_overflow() -> None:
+    classes = table([list("ab")])
+    assert MUniqueness(10**30).holds(classes).tolist() == [False]
+    assert MUniqueness(2**62).holds(classes).tolist() == [False]
+
+
+# -- exact comparisons and exact printing ---------------------------------------------------
+
+def test_counts_and_ranges_compare_exactly() -> None:
+    # a relative tolerance of 1e-9 on e = 1e9 would let a range of 999999999 pass
+    short = table([[0, 999_999_999]])
+    model = KEAnonymity(2, 1e9)
+    v = model.verdict(short)
+    assert not v.passed and v.failing_classes == 1 and not model.holds(short)[0]
+    assert v.measured == 0.999999999
+    exact = table([[0, 1_000_000_000]])
+    assert model.verdict(exact).passed and model.holds(exact)[0]
+    # the distinct count too: one value short of k fails, whatever e
+    assert not KEAnonymity(3, 0).verdict(table([[1, 2, 2]])).passed
+    # counts: a class of 5 meets k = 5, a class of 4 does not
+    assert KAnonymity(5).holds(Classes.from_sizes(np.array([5, 4]))).tolist() == [True, False]
+    # and far from small numbers, where a tolerance would have reached a whole row
+    assert KAnonymity(10**9).satisfied(np.array([999_999_999.0, 1e9])).tolist() == [False,
+                                                                                      True]
+    assert DistinctLDiversity(10**9).satisfied(np.array([999_999_999.0])).tolist() == [False]
+    assert MUniqueness(10**9).satisfied(np.array([999_999_999.0])).tolist() == [False]
+    # recursive (c,l): the ratio 5/2 equals c = 2.5 and fails (strict); just above passes
+    classes = table([["a"] * 5 + ["b", "c"]])
+    assert not RecursiveCLDiversity(2.5, 2).holds(classes)[0]
+    assert RecursiveCLDiversity(2.5000000001, 2).holds(classes)[0]
+
+
+def test_ke_ranges_of_decimals_are_decimal_differences() -> None:
+    # 0.3 - 0.1 is 0.19999999999999998 in floats; the data say 0.2, and e = 0.2 is met
+    classes = table([[0.1, 0.3], [1.25, 1.5]])
+    _, spread = KEAnonymity(2, 0.2).distinct_and_range(classes)
+    assert spread.tolist() == [0.2, 0.25]
+    assert KEAnonymity(2, 0.2).verdict(classes).passed
+    assert not KEAnonymity(2, 0.2000001).verdict(classes).passed
+    KEAnonymity(2, 1.4).check_attribute(classes.attribute(None))  # 1.5 - 0.1 = 1.4
+    assert classes.attribute(None).decimal_places == 2
+    # values with too many places are subtracted as floats
+    assert attribute([0.1, 1 / 3]).decimal_places is None
+
+
+def test_tolerances_are_declared_per_model() -> None:
+    tolerance = {type(m).__name__: m.tolerance for m in ALL_MODELS}
+    assert tolerance == {"KAnonymity": 0, "DistinctLDiversity": 0, "RecursiveCLDiversity": 0,
+                         "KEAnonymity": 0, "MUniqueness": 0, "EntropyLDiversity": 1e-9,
+                         "TCloseness": 1e-9, "DeltaDisclosure": 1e-9, "BetaLikeness": 1e-9,
+                         "EnhancedBetaLikeness": 1e-9}
+
+
+def test_thresholds_and_levels_print_exactly() -> None:
+    classes = table(SALARY_GROUPS)
+    text = str(TCloseness(0.12345678).verdict(classes))
+    assert "(t=0.12345678, distance=auto)" in text and "required EMD <= 0.12345678" in text
+    # the level as compared, float noise included: never rounded to look like another
+    level = float(TCloseness(0.12345678).levels(classes).max())
+    assert f"measured EMD = {level!r}," in text
+    v = KEAnonymity(2, 1e9).verdict(table([[0, 999_999_999]]))
+    assert "(k=2, e=1000000000)" in str(v) and "e+09" not in str(v)
+    assert "measured min(distinct/k, range/e) = 0.999999999, required" in str(v)
+    assert "worst_class_range=999999999" in str(v)
+    assert KEAnonymity(2, 1e9).title() == "(k,e)-anonymity (k=2, e=1000000000)"
+    assert EntropyLDiversity(2.25).title() == "entropy l-diversity (l=2.25)"
+    salary = attribute([1000, 2000, 2500.5], name="salary")
+    with pytest.raises(InputError, match=r"e=1234567.5 but 'salary' ranges over only 1500.5"):
+        KEAnonymity(2, 1234567.5).check_attribute(salary)
+
+
+# -- cross-release requirements ------------------------------------------------------------
+
+def requirement_tuples(model: PrivacyModel) -> list[tuple[str, str, float, str | None]]:
+    return [(r.model, r.measure, r.threshold, r.attribute)
+            for r in model.cross_release_requirements()]
+
+
+def test_cross_release_requirements() -> None:
+    assert requirement_tuples(KAnonymity(5)) == [("k-anonymity", "candidates", 5, None)]
+    assert requirement_tuples(DistinctLDiversity(3, attribute="s")) == [
+        ("distinct l-diversity", "distinct", 3, "s")]
+    # entropy >= ln(l) needs at least l values: ceil(2.5) = 3, and l = 2 needs 2
+    assert requirement_tuples(EntropyLDiversity(2.5, attribute="s")) == [
+        ("entropy l-diversity", "distinct", 3, "s")]
+    assert requirement_tuples(EntropyLDiversity(2)) == [
+        ("entropy l-diversity", "distinct", 2, None)]
+    assert requirement_tuples(RecursiveCLDiversity(3, 4, attribute="s")) == [
+        ("recursive (c,l)-diversity", "distinct", 4, "s")]
+    assert requirement_tuples(KEAnonymity(3, 2000, attribute="salary")) == [
+        ("(k,e)-anonymity", "distinct_present", 3, "salary"),
+        ("(k,e)-anonymity", "range", 2000, "salary")]
+    # values, not candidates: counterfeit rows are not people
+    assert requirement_tuples(MUniqueness(4, attribute="s")) == [
+        ("m-uniqueness", "distinct", 4, "s")]
+    for model in (TCloseness(0.2), DeltaDisclosure(1.5), DeltaDisclosure(1, "s", "fail"),
+                  BetaLikeness(0.5), EnhancedBetaLikeness(0.5)):
+        assert model.cross_release_requirements() == [], model
+    for model in ALL_MODELS:
+        for r in model.cross_release_requirements():
+            assert isinstance(r, CrossReleaseRequirement)
+            assert CrossReleaseRequirement.from_dict(r.to_dict()) == r
+
+
+def test_entropy_requirement_is_implied_by_the_model() -> None:
+    # a class passing entropy l-diversity always has the required distinct values
+    classes = table([list("ab"), list("abc"), list("aabbc"), list("aaaabbbbcd")])
+    for l_value in (1.0, 1.5, 2.0, 2.5, 2.9, 3.0):
+        model = EntropyLDiversity(l_value)
+        need = model.cross_release_requirements()[0].threshold
+        passed = model.holds(classes)
+        assert (classes.distinct_values()[passed] >= need).all(), l_value
+
+
 # -- constructor validation --------------------------------------------------------------
 
 @pytest.mark.parametrize("build, message", [
@@ -322,6 +473,8 @@ def test_check_attribute_refuses_impossible_parameters() -> None:
     (lambda: KEAnonymity(0, 10), "k must be a whole number >= 1"),
     (lambda: KEAnonymity(2, -1), r"e must be a number in \[0"),
     (lambda: KEAnonymity(2, "x"), "e must be a number"),
+    (lambda: MUniqueness(0), "m must be a whole number >= 1"),
+    (lambda: MUniqueness(2.5), "m must be a whole number"),
 ])
 def test_constructor_validation(build: object, message: str) -> None:
     with pytest.raises(InputError, match=message):
@@ -337,15 +490,18 @@ def test_declared_properties() -> None:
     assert monotonic == {"KAnonymity": True, "DistinctLDiversity": True,
                          "EntropyLDiversity": True, "RecursiveCLDiversity": True,
                          "TCloseness": True, "DeltaDisclosure": False, "BetaLikeness": True,
-                         "EnhancedBetaLikeness": True, "KEAnonymity": True}
+                         "EnhancedBetaLikeness": True, "KEAnonymity": True,
+                         "MUniqueness": True}
 
 
 def test_verdict_text_and_dict() -> None:
     classes = table(LIKENESS_GROUPS)
     v = DeltaDisclosure(1.0).verdict(classes)
     text = str(v)
-    assert text.startswith("FAIL δ-disclosure privacy (delta=1.0): measured δ = 1.60944")
-    assert "required δ < 1" in text and "1 of 3 classes fail" in text
+    # parameters and levels as they are, never rounded: ln 5 in full
+    assert text.startswith("FAIL δ-disclosure privacy (delta=1): measured δ = "
+                           f"{math.log(5)!r}")
+    assert "required δ < 1;" in text and "1 of 3 classes fail" in text
     d = v.to_dict()
     assert d["comparison"] == "<" and d["worst_class_size"] == 2 and d["passed"] is False
 
@@ -401,6 +557,8 @@ def reference_levels(model: PrivacyModel, groups: list[list[object]],
             out.append(min(level, spread / model.e) if model.e > 0 else level)
         elif isinstance(model, TCloseness):
             out.append(transport_emd(model, attr, q_of, p_of))
+        elif isinstance(model, MUniqueness):
+            out.append(len(g) / max(counts.values()))
         else:  # pragma: no cover
             raise AssertionError(model)
     return out
@@ -457,7 +615,7 @@ def transport_emd(model: TCloseness, attr: SensitiveAttribute, q_of: dict[int, f
 ALL_MODELS: list[PrivacyModel] = [
     KAnonymity(2), DistinctLDiversity(2), EntropyLDiversity(1.5), RecursiveCLDiversity(2, 2),
     TCloseness(0.3), DeltaDisclosure(1.0), BetaLikeness(1.0), EnhancedBetaLikeness(1.0),
-    KEAnonymity(2, 1500),
+    KEAnonymity(2, 1500), MUniqueness(2),
 ]
 HIERARCHY_3 = Hierarchy([["a", "AB", "ABC", "*"], ["b", "AB", "ABC", "*"],
                          ["c", "c", "ABC", "*"], ["d", "DE", "DE", "*"],
@@ -538,3 +696,26 @@ def test_delta_disclosure_is_not_monotonic() -> None:
     union = Classes(np.array([0] * 10 + [1] * 8), 2, list(parts.sensitive.values()))
     assert model.levels(union)[0] == pytest.approx(math.log(5))
     assert not model.holds(union)[0]
+
+
+@SETTINGS
+@given(groups=grouped_values(numeric=False), missing=st.booleans(), m=st.integers(1, 6))
+def test_m_uniqueness_matches_brute_force(groups: list[list[object]], missing: bool,
+                                          m: int) -> None:
+    if missing:
+        groups = [[*groups[0], None], *groups[1:]]
+    classes = table(groups, kind=Kind.CATEGORICAL)
+    expected_pass, expected_level = [], []
+    for g in groups:
+        top = max(Counter(g).values())
+        expected_pass.append(len(g) >= m and top * m <= len(g))
+        expected_level.append(len(g) / top)
+        # the level's floor is the largest m the class meets
+        assert len(g) >= math.floor(len(g) / top)
+        assert math.floor(len(g) / top) * top <= len(g)
+    model = MUniqueness(m)
+    assert model.holds(classes).tolist() == expected_pass
+    assert model.levels(classes).tolist() == pytest.approx(expected_level)
+    v = model.verdict(classes)
+    assert v.passed == all(expected_pass)
+    assert v.failing_classes == expected_pass.count(False)

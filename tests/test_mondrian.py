@@ -18,6 +18,7 @@ way); entropy l-diversity is only checked with ours (pycanon rounds the level do
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import time
@@ -30,14 +31,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from anonkit.algorithms.mondrian import Mondrian, Partitioning
+from anonkit.algorithms.mondrian import Mondrian
 from anonkit.checker import check, group_rows
 from anonkit.datasets import load_adult, make_census
 from anonkit.errors import InputError, ModelNotMetError
 from anonkit.hierarchy import date_hierarchy, grouping_hierarchy, interval_hierarchy
 from anonkit.hierarchy.base import Hierarchy
 from anonkit.io import read_table
-from anonkit.models import SensitiveAttribute, Verdict
+from anonkit.models import KAnonymity, SensitiveAttribute, Verdict
+from anonkit.partition import Partition
 from anonkit.result import AnonymizationResult
 from anonkit.table import Schema, encode
 
@@ -96,7 +98,7 @@ def value_groups(df: pd.DataFrame, result: AnonymizationResult,
     return sorted(groups.tolist())
 
 
-def algorithm_partition(mondrian: Mondrian, df: pd.DataFrame, schema: Schema) -> Partitioning:
+def algorithm_partition(mondrian: Mondrian, df: pd.DataFrame, schema: Schema) -> Partition:
     """The partition ``anonymize`` released, recomputed: the algorithm's own classes,
     before partitions whose labels coincide merge into one released class."""
     table = encode(df, schema, allow_missing=mondrian.allow_missing)
@@ -614,7 +616,7 @@ def failing_result() -> AnonymizationResult:
     assert not verdict.passed
     schema = Schema.from_roles(df, ["age"], ["s"])
     return AnonymizationResult(df, np.array([0, 0, 1]), pd.DataFrame({"size": [2, 1]}),
-                               [verdict], {}, schema, "mondrian", {})
+                               [verdict], {}, schema, "mondrian", {}, models=[KAnonymity(2)])
 
 
 def test_write_refuses_a_failing_result(tmp_path: Path) -> None:
@@ -624,9 +626,14 @@ def test_write_refuses_a_failing_result(tmp_path: Path) -> None:
         result.write(out)
     assert not out.exists()
     assert list(tmp_path.iterdir()) == []
-    # a result without any verdict is refused too (fail closed)
-    result.verdicts = []
-    with pytest.raises(ModelNotMetError):
+    # the boundary evaluates the models itself: verdicts the method made up do not count
+    result.verdicts = [dataclasses.replace(result.verdicts[0], passed=True)]
+    with pytest.raises(ModelNotMetError, match="k-anonymity"):
+        result.write(out)
+    # a result that claims no model is refused too (fail closed)
+    result.models = []
+    result.verification = None
+    with pytest.raises(ModelNotMetError, match="declares no privacy model"):
         result.write(out)
     assert not out.exists()
 
@@ -662,15 +669,21 @@ def test_write_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     assert read_table(parquet)["age"].tolist() == back["age"].tolist()
 
 
-def test_write_checks_the_verdicts_not_the_data(tmp_path: Path) -> None:
-    # a passing result is written as is; the verdict list decides, not a re-check
+def test_write_checks_the_data_not_the_verdicts(tmp_path: Path) -> None:
+    # the boundary evaluates the models on the released rows itself: a verdict added by
+    # hand does not decide, and a table changed after the algorithm is verified again
     df = pd.DataFrame({"age": AGES, "s": list("abababab")})
     result = Mondrian(k=2).anonymize(df, ["age"], "s")
     failed = Verdict("k-anonymity", {"k": 2}, False, 1.0, 2.0, 0, 1, 1, 4)
     result.verdicts = [*result.verdicts, failed]
-    with pytest.raises(ModelNotMetError):
-        result.write(tmp_path / "x.csv")
-    assert not (tmp_path / "x.csv").exists()
+    result.write(tmp_path / "x.csv")
+    assert len(result.verdicts) == 1 and result.passed
+    tampered = result.data.astype({"age": object})
+    tampered.loc[0, "age"] = "[0-200]"  # a class of one
+    result.data = tampered
+    with pytest.raises(ModelNotMetError, match="k-anonymity"):
+        result.write(tmp_path / "y.csv")
+    assert not (tmp_path / "y.csv").exists()
 
 
 # -- Adult and scale -----------------------------------------------------------------------

@@ -10,9 +10,10 @@ import pytest
 import anonkit.algorithms.mondrian as mondrian
 from anonkit.algorithms import _mondrian_c
 from anonkit.algorithms import _mondrian_kernel as kernel
-from anonkit.algorithms.mondrian import Mondrian, Partitioning
+from anonkit.algorithms.mondrian import Mondrian
 from anonkit.datasets import make_census
 from anonkit.models import KAnonymity
+from anonkit.partition import Partition
 from anonkit.table import EncodedTable, encode
 
 
@@ -22,7 +23,7 @@ def census() -> EncodedTable:
     return encode(ds.data, ds.schema())
 
 
-def _same(a: Partitioning, b: Partitioning) -> bool:
+def _same(a: Partition, b: Partition) -> bool:
     return (np.array_equal(a.order, b.order) and np.array_equal(a.starts, b.starts)
             and np.array_equal(a.ends, b.ends))
 

@@ -102,3 +102,25 @@ def test_text_that_is_mostly_numbers_is_refused() -> None:
     # only numbers, or only text: categorical
     assert infer_kind(pd.Series(["02139", "10001"], dtype="category"), "c") is Kind.CATEGORICAL
     assert infer_kind(pd.Series(["a", "b"], dtype="category"), "c") is Kind.CATEGORICAL
+
+
+@pytest.mark.parametrize("text", ["12345678901234567891", "-12345678901234567891",
+                                  "9007199254740993", " 00009007199254740993 "])
+def test_text_that_float64_would_round_is_refused_as_numeric(text: str) -> None:
+    series = pd.Series(["5", text, "7", text], dtype=object)
+    with pytest.raises(InputError, match=rf"column 'c' is numeric but row 1 has "
+                                         rf"'{text.strip()}', which float64 cannot hold "
+                                         rf"exactly .*--kind c=categorical"):
+        encoded(series, kind=Kind.NUMERIC)
+    # as text the values are kept as they are
+    assert encoded(series, kind=Kind.CATEGORICAL).values.tolist() == sorted(
+        {"5", "7", text.strip()})
+
+
+def test_numbers_float64_holds_are_numeric() -> None:
+    series = pd.Series(["9007199254740992", "100000000000000000000", "1e300", "2.5", "3"],
+                       dtype=object)
+    col = encoded(series, kind=Kind.NUMERIC)
+    assert col.values.tolist() == [2.5, 3.0, 2.0**53, 1e20, 1e300]
+    ints = encoded(pd.Series(["7", "-9007199254740992"], dtype=object), kind=Kind.NUMERIC)
+    assert ints.values.dtype == np.int64 and ints.values.tolist() == [-(2**53), 7]

@@ -17,8 +17,7 @@ inside the algorithms. Its whole-table distribution is the reference for t-close
 from __future__ import annotations
 
 import copy
-import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -28,85 +27,13 @@ from anonkit.errors import InputError
 from anonkit.hierarchy.base import Hierarchy
 from anonkit.models.base import (
     Classes,
-    KAnonymity,
     PrivacyModel,
     SensitiveAttribute,
     Verdict,
 )
-from anonkit.models.closeness import TCloseness
-from anonkit.models.diversity import DistinctLDiversity, EntropyLDiversity, RecursiveCLDiversity
-from anonkit.models.ke import KEAnonymity
-from anonkit.models.likeness import BetaLikeness, DeltaDisclosure, EnhancedBetaLikeness
+from anonkit.models.text import MODEL_SYNTAX, parse_model
 from anonkit.options import as_list
 from anonkit.table import ColumnSpec, Kind, Role, check_column_names, encode_column
-
-MODEL_SYNTAX = (
-    "k=5 (k-anonymity), l=3 (distinct l-diversity), entropy-l=2.5, recursive-cl=3,2 "
-    "(recursive (c,l)-diversity: c then l), t=0.2 (t-closeness; also t-equal=, t-ordered=, "
-    "t-hierarchical=), delta=1.5 (δ-disclosure), beta=0.5 (basic β-likeness), "
-    "enhanced-beta=0.5, ke=3,2000 ((k,e)-anonymity: k then e)"
-)
-
-#: normalised key -> (number of values, constructor from the parsed numbers)
-_MODEL_KEYS: dict[str, tuple[int, Callable[[list[float]], PrivacyModel]]] = {
-    "k": (1, lambda v: KAnonymity(v[0])),
-    "l": (1, lambda v: DistinctLDiversity(v[0])),
-    "distinct-l": (1, lambda v: DistinctLDiversity(v[0])),
-    "entropy-l": (1, lambda v: EntropyLDiversity(v[0])),
-    "recursive-cl": (2, lambda v: RecursiveCLDiversity(v[0], v[1])),
-    "recursive-c-l": (2, lambda v: RecursiveCLDiversity(v[0], v[1])),
-    "(c,l)": (2, lambda v: RecursiveCLDiversity(v[0], v[1])),
-    "t": (1, lambda v: TCloseness(v[0])),
-    "t-equal": (1, lambda v: TCloseness(v[0], "equal")),
-    "t-ordered": (1, lambda v: TCloseness(v[0], "ordered")),
-    "t-hierarchical": (1, lambda v: TCloseness(v[0], "hierarchical")),
-    "delta": (1, lambda v: DeltaDisclosure(v[0])),
-    "δ": (1, lambda v: DeltaDisclosure(v[0])),
-    "beta": (1, lambda v: BetaLikeness(v[0])),
-    "β": (1, lambda v: BetaLikeness(v[0])),
-    "basic-beta": (1, lambda v: BetaLikeness(v[0])),
-    "enhanced-beta": (1, lambda v: EnhancedBetaLikeness(v[0])),
-    "enhanced-β": (1, lambda v: EnhancedBetaLikeness(v[0])),
-    "ke": (2, lambda v: KEAnonymity(v[0], v[1])),
-    "k-e": (2, lambda v: KEAnonymity(v[0], v[1])),
-    "(k,e)": (2, lambda v: KEAnonymity(v[0], v[1])),
-}
-
-
-def parse_model(text: str, sensitive: str | None = None) -> PrivacyModel:
-    """A model from its short form, e.g. ``"k=5"``, ``"recursive-cl=3,2"``, ``"t=0.2"``.
-
-    Syntax: ``key=number`` or ``key=number,number``; keys are case-insensitive, ``_`` may
-    stand for ``-``, spaces are ignored. See :data:`MODEL_SYNTAX` for every key. The model
-    concerns ``sensitive`` (None: the only sensitive attribute, resolved when checked); a
-    model that needs one is refused later by :func:`check` if the table has none.
-    """
-    if not isinstance(text, str) or "=" not in text:
-        raise InputError(f"cannot read the model {text!r}: write key=value, one of: "
-                         f"{MODEL_SYNTAX}")
-    key, _, raw = text.partition("=")
-    key = "".join(key.split()).lower().replace("_", "-")
-    if key not in _MODEL_KEYS:
-        raise InputError(f"unknown model {key!r} in {text!r}; models are: {MODEL_SYNTAX}")
-    arity, build = _MODEL_KEYS[key]
-    parts = [p.strip() for p in raw.split(",")]
-    if len(parts) != arity:
-        what = "one number" if arity == 1 else "two numbers separated by a comma"
-        raise InputError(f"model {text!r}: {key} takes {what}; models are: {MODEL_SYNTAX}")
-    numbers: list[float] = []
-    for part in parts:
-        try:
-            number = float(part)
-        except ValueError:
-            raise InputError(f"model {text!r}: {part!r} is not a number; models are: "
-                             f"{MODEL_SYNTAX}") from None
-        if not math.isfinite(number):
-            raise InputError(f"model {text!r}: {part!r} is not a finite number")
-        numbers.append(number)
-    model = build(numbers)
-    if model.needs_sensitive:
-        model.attribute = sensitive
-    return model
 
 
 @dataclass(frozen=True)
@@ -125,8 +52,16 @@ class CheckReport:
     n_classes: int
     quasi_identifiers: list[str]
     sensitive: list[str] = field(default_factory=list)
-    #: rows per class, classes as an adversary sees them (by released QI values)
+    #: rows per class, classes as an adversary sees them (by released QI values, or by
+    #: the explicit group column)
     class_sizes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    #: per row, its class; classes numbered in order of first appearance (the numbering
+    #: of ``Verdict.worst_class``, of a release's classes and of the history)
+    class_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    #: per class, the position of its first row
+    first_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    #: the column whose values named the classes (None: the quasi-identifiers)
+    group_column: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -179,6 +114,8 @@ def check(
     kinds: Mapping[str, Kind | str] | None = None,
     hierarchies: Mapping[str, Hierarchy] | None = None,
     orders: Mapping[str, Sequence[object]] | None = None,
+    group_column: str | None = None,
+    attributes: Sequence[SensitiveAttribute] | None = None,
 ) -> CheckReport:
     """Check the released table ``df`` against ``models``.
 
@@ -187,6 +124,12 @@ def check(
     names one (``model.attribute``). ``kinds`` / ``hierarchies`` / ``orders`` describe the
     sensitive columns (kinds are inferred otherwise; a hierarchy enables the hierarchical
     t-closeness distance, an order makes a column ordinal).
+
+    ``group_column``: the classes are the rows with equal values in this column (a release
+    that publishes its groups explicitly, e.g. (k,e)-anonymity's permuted release, whose
+    quasi-identifiers are exact); by default they are the rows with equal
+    quasi-identifiers. ``attributes``: the sensitive columns already encoded (with the
+    reference distribution to compare classes with), instead of encoding ``df``'s.
     """
     qis = as_list(quasi_identifiers) if isinstance(quasi_identifiers, str) \
         else list(quasi_identifiers)
@@ -198,20 +141,26 @@ def check(
     if len(df) == 0:
         raise InputError("the table has no rows (header only?); give at least one data row")
 
-    attributes = [_sensitive_attribute(df[name], name, kinds, hierarchies, orders)
-                  for name in sens]
+    if group_column is not None and group_column not in df.columns:
+        raise InputError(f"unknown group column {group_column!r}; the table has: "
+                         f"{', '.join(map(str, df.columns))}")
+    if attributes is None:
+        attributes = [_sensitive_attribute(df[name], name, kinds, hierarchies, orders)
+                      for name in sens]
     bound = bind_models(model_list, attributes)
 
-    class_ids, n_classes, first_row = group_rows(df, qis)
+    grouping = [group_column] if group_column is not None else qis
+    class_ids, n_classes, first_row = group_rows(df, grouping)
     classes = Classes(class_ids, n_classes, attributes)
     verdicts = [m.verdict(classes) for m in bound]
-    qi_frame = df[qis]
+    qi_frame = df[[*qis, *([group_column] if group_column is not None else [])]]
     worst_values = [
         _row_values(qi_frame, int(first_row[v.worst_class])) if v.worst_class >= 0 else {}
         for v in verdicts
     ]
     return CheckReport(verdicts, [m.attribute if m.needs_sensitive else None for m in bound],
-                       worst_values, len(df), n_classes, qis, sens, classes.sizes)
+                       worst_values, len(df), n_classes, qis, sens, classes.sizes, class_ids,
+                       first_row, group_column)
 
 
 def bind_models(models: Sequence[PrivacyModel],

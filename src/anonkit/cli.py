@@ -11,7 +11,7 @@ import os
 import sys
 import time
 import tomllib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
@@ -19,12 +19,12 @@ from typing import Any, ClassVar
 import click
 
 from anonkit.errors import AnonkitError, InputError
-from anonkit.options import as_list, parse_pairs
+from anonkit.options import as_list
 
-CONFIG_KEYS = {
-    "input", "output", "quasi_identifiers", "sensitive", "identifiers", "k", "l", "t",
-    "models", "strategy", "generalization", "hierarchies", "kinds", "allow_missing",
-    "report", "separator", "remove_cut_dimension", "single_dimensional", "seed",
+#: keys of a job file besides the methods' options (see anonkit.methods)
+JOB_KEYS = {
+    "input", "output", "report", "method", "quasi_identifiers", "sensitive", "identifiers",
+    "hierarchies", "kinds", "separator",
 }
 
 
@@ -68,7 +68,9 @@ def _run(body: Callable[[], int | None]) -> None:
 
 
 def load_config(path: Path | None) -> dict[str, Any]:
-    """A job's settings from a TOML file; relative paths are taken from the file's folder."""
+    """A job's settings from a TOML file; relative paths are taken from the file's folder.
+    Keys are the job's (:data:`JOB_KEYS`) and the methods' options; values are checked
+    when the job runs (:func:`job_from`)."""
     if path is None:
         return {}
     try:
@@ -80,16 +82,27 @@ def load_config(path: Path | None) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"config file {path} is not valid TOML: {exc}") from None
     config = dict(raw.get("anonymize", raw))
-    unknown = sorted(set(config) - CONFIG_KEYS)
+    from anonkit import methods
+
+    known = JOB_KEYS | {o.name for o in methods.all_options()}
+    unknown = sorted(set(config) - known)
     if unknown:
         raise InputError(f"config file {path}: unknown key(s) {', '.join(unknown)}; known keys: "
-                         f"{', '.join(sorted(CONFIG_KEYS))}")
+                         f"{', '.join(sorted(known))}")
     base = Path(path).resolve().parent
     for key in ("input", "output", "report"):
         if key in config:
+            if not isinstance(config[key], str):
+                raise InputError(f"config file {path}: {key} must be a file name (text), got "
+                                 f"{config[key]!r}")
             config[key] = str(base / config[key])
     if "hierarchies" in config:
-        config["hierarchies"] = {c: str(base / f) for c, f in config["hierarchies"].items()}
+        hierarchies = config["hierarchies"]
+        if not isinstance(hierarchies, dict) or not all(isinstance(f, str)
+                                                        for f in hierarchies.values()):
+            raise InputError(f"config file {path}: [hierarchies] must map columns to file "
+                             f"names (text)")
+        config["hierarchies"] = {c: str(base / f) for c, f in hierarchies.items()}
     return config
 
 
@@ -117,55 +130,135 @@ def main() -> None:
     """anonkit: privacy-preserving data publishing with a release history."""
 
 
+# -- options shared by `anonymize` and `release publish`: defined once -------------------
+
+
+def role_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The columns' roles and descriptions: --qi, --sensitive, --id, --hierarchy, --kind."""
+    for decorator in reversed([
+        click.option("--qi", help="Quasi-identifiers, comma-separated."),
+        click.option("--sensitive", help="Sensitive column(s), comma-separated."),
+        click.option("--id", "--identifiers", "identifiers",
+                     help="Identifier columns (never released), comma-separated."),
+        click.option("--hierarchy", "hierarchies", multiple=True, metavar="COLUMN=FILE",
+                     help="An ARX hierarchy CSV for a column (repeatable)."),
+        click.option("--kind", "kinds", multiple=True, metavar="COLUMN=KIND",
+                     help="numeric, categorical, ordinal or date (repeatable)."),
+    ]):
+        fn = decorator(fn)
+    return fn
+
+
+def _click_option(option: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A registry option (:class:`anonkit.methods.Option`) as a click option that hands
+    the text over unparsed: the registry's parser checks it, the same way as a job file's
+    value."""
+    if option.switch:
+        return click.option(*option.flags, option.name, is_flag=True, default=None,
+                            help=option.help)
+    return click.option(*option.flags, option.name, multiple=option.multiple, default=None,
+                        metavar=option.metavar or "VALUE", help=option.help)
+
+
+def model_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """-k, -l, -t and --model, defined once in the registry (``check`` takes only these)."""
+    from anonkit import methods
+
+    for option in reversed([methods.K, methods.L, methods.T, methods.MODELS]):
+        fn = _click_option(option)(fn)
+    return fn
+
+
+def parsed_model_options(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The typed values of the model options given on the command line."""
+    from anonkit import methods
+
+    given = given_method_options(values)
+    return {option.name: option.parse(given[option.name], "cli")
+            for option in (methods.K, methods.L, methods.T, methods.MODELS)
+            if option.name in given}
+
+
+def method_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """--method and every registered method's options, as real command-line options; the
+    ones the chosen method does not take are refused when the command runs."""
+    from anonkit import methods
+
+    for option in reversed(methods.all_options()):
+        fn = _click_option(option)(fn)
+    return click.option("--method", default=None, metavar="NAME",
+                        help="The anonymization method (default: mondrian); "
+                             "`anonkit methods` lists them with their options.")(fn)
+
+
+def given_method_options(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The method options actually given on the command line (name -> text or list)."""
+    from anonkit import methods
+
+    out: dict[str, Any] = {}
+    for option in methods.all_options():
+        value = values.get(option.name)
+        if option.multiple:
+            if value:
+                out[option.name] = list(value)
+        elif value is not None:
+            out[option.name] = value
+    return out
+
+
+def job_from(config: Mapping[str, Any], given: Mapping[str, Any],
+             method_values: Mapping[str, Any]) -> dict[str, Any]:
+    """One job: the job file's settings overridden by the command line's; the method's
+    options typed and checked (a wrong value is an error, never rounded or ignored)."""
+    from anonkit import methods
+
+    file_job = {k: v for k, v in config.items() if k in JOB_KEYS}
+    file_options = {k: v for k, v in config.items() if k not in JOB_KEYS}
+    job = file_job | {key: value for key, value in given.items() if value is not None}
+    for key in ("method", "separator"):
+        if key in job and not isinstance(job[key], str):
+            raise InputError(f"{key} must be text, got {job[key]!r}")
+    method = methods.get(job.get("method") or "mondrian")
+    job["method"] = method.name
+    job["options"] = methods.parse_job_options(method, file_options, method_values)
+    for key in ("quasi_identifiers", "sensitive", "identifiers"):
+        job[key] = methods.split_csv(job.get(key), key)
+    job["hierarchies"] = dict(file_job.get("hierarchies") or {}) | methods.column_values(
+        "hierarchy", list(given.get("hierarchy_pairs") or ()), "cli")
+    kinds = file_job.get("kinds") or {}
+    job["kinds"] = methods.column_values("kinds", kinds, "toml") | methods.column_values(
+        "kind", list(given.get("kind_pairs") or ()), "cli")
+    job.pop("hierarchy_pairs", None)
+    job.pop("kind_pairs", None)
+    return job
+
+
 @main.command()
 @click.argument("input_path", metavar="INPUT", required=False)
 @click.option("-o", "--output", help="Where to write the release (.csv or .parquet).")
 @click.option("--config", "config_path", type=click.Path(path_type=Path),
               help="A TOML job file; command-line options override it.")
-@click.option("--qi", help="Quasi-identifiers, comma-separated.")
-@click.option("--sensitive", help="Sensitive column(s), comma-separated.")
-@click.option("--id", "identifiers", help="Identifier columns (never released), comma-separated.")
-@click.option("-k", type=int, help="k-anonymity: every class has at least k rows.")
-@click.option("-l", type=float, help="distinct l-diversity (use --model for other kinds).")
-@click.option("-t", type=float, help="t-closeness (EMD <= t).")
-@click.option("--model", "models", multiple=True,
-              help="Further model, e.g. entropy-l=2, recursive-cl=3,2, beta=1, ke=3,2000.")
-@click.option("--hierarchy", "hierarchies", multiple=True,
-              help="column=FILE: an ARX hierarchy CSV (repeatable).")
-@click.option("--generalization", "generalization", multiple=True,
-              help="column=FORM: range, set, hierarchy, prefix, mean or median (repeatable).")
-@click.option("--kind", "kinds", multiple=True,
-              help="column=KIND: numeric, categorical, ordinal or date (repeatable).")
-@click.option("--strategy", type=click.Choice(["widest", "entropy", "distinct", "random"]),
-              help="How Mondrian chooses the cut dimension (default: widest).")
-@click.option("--allow-missing", is_flag=True, default=None,
-              help="Treat a missing QI value as a value of its own instead of refusing.")
+@role_options
+@method_options
 @click.option("--sep", "separator", help="CSV separator (default: sniffed).")
 @click.option("--report", type=click.Path(path_type=Path), help="Write an HTML report here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
 def anonymize(input_path: str | None, output: str | None, config_path: Path | None,
-              qi: str | None, sensitive: str | None, identifiers: str | None, k: int | None,
-              l: float | None, t: float | None, models: tuple[str, ...],  # noqa: E741
-              hierarchies: tuple[str, ...], generalization: tuple[str, ...],
-              kinds: tuple[str, ...], strategy: str | None, allow_missing: bool | None,
-              separator: str | None, report: Path | None, as_json: bool) -> None:
-    """Anonymize INPUT with Mondrian and write a verified release to OUTPUT."""
+              qi: str | None, sensitive: str | None, identifiers: str | None,
+              hierarchies: tuple[str, ...], kinds: tuple[str, ...], method: str | None,
+              separator: str | None, report: Path | None, as_json: bool,
+              **method_values: Any) -> None:
+    """Anonymize INPUT with a one-shot method (default: Mondrian) and write a verified
+    release to OUTPUT."""
 
     def body() -> int:
-        config = load_config(config_path)
         given = {
             "input": input_path, "output": output, "quasi_identifiers": qi,
-            "sensitive": sensitive, "identifiers": identifiers, "k": k, "l": l, "t": t,
-            "strategy": strategy, "allow_missing": allow_missing, "separator": separator,
-            "report": str(report) if report else None,
+            "sensitive": sensitive, "identifiers": identifiers, "method": method,
+            "separator": separator, "report": str(report) if report else None,
+            "hierarchy_pairs": hierarchies, "kind_pairs": kinds,
         }
-        job = config | {key: value for key, value in given.items() if value is not None}
-        job["models"] = list(job.get("models", [])) + list(models)
-        job["hierarchies"] = dict(job.get("hierarchies", {})) | parse_pairs(hierarchies,
-                                                                              "hierarchy")
-        job["generalization"] = dict(job.get("generalization", {})) | parse_pairs(
-            generalization, "generalization")
-        job["kinds"] = dict(job.get("kinds", {})) | parse_pairs(kinds, "kind")
+        job = job_from(load_config(config_path), given, given_method_options(method_values))
         outcome = run_anonymize(job)
         if as_json:
             click.echo(json.dumps(outcome, indent=2, default=str))
@@ -184,10 +277,23 @@ def anonymize(input_path: str | None, output: str | None, config_path: Path | No
     _run(body)
 
 
+@main.command("methods")
+def methods_cmd() -> None:
+    """List the anonymization methods and their options."""
+    from anonkit import methods
+
+    click.echo("\n\n".join(methods.method_help(m) for m in methods.methods()))
+
+
 def run_anonymize(job: dict[str, Any], progress: bool = True) -> dict[str, Any]:
-    """Run one anonymization job (the settings of ``anonymize`` as a dict)."""
+    """Run one anonymization job (see :func:`job_from`; ``options`` typed already)."""
+    from anonkit import methods
     from anonkit.io import check_output_path
 
+    method = methods.get(job.get("method") or "mondrian")
+    if method.anonymize is None:
+        raise InputError(f"method {method.name!r} publishes only with a release history: use "
+                         f"anonkit release publish --method {method.name}")
     for key in ("input", "output"):
         if not job.get(key):
             raise InputError(f"no {key} given: pass {'INPUT' if key == 'input' else '-o FILE'} "
@@ -207,11 +313,7 @@ def run_anonymize(job: dict[str, Any], progress: bool = True) -> dict[str, Any]:
             if not path.resolve().parent.is_dir():
                 raise InputError(f"output folder {path.resolve().parent} does not exist; "
                                  f"create it first")
-    model_texts = list(job.get("models", []))
-    if job.get("l") is not None:
-        model_texts.append(f"l={job['l']:g}")
-    if job.get("t") is not None:
-        model_texts.append(f"t={job['t']:g}")
+    options = dict(job.get("options") or {})
     phases = ["reading", "anonymizing", "writing"] + (["report"] if report else [])
     bar = Progress(phases, enabled=progress)
     pending_report: Path | None = None
@@ -223,9 +325,10 @@ def run_anonymize(job: dict[str, Any], progress: bool = True) -> dict[str, Any]:
             from anonkit._parallel import in_background
 
             reading = in_background(_read_job_input, job, qis)
-            from anonkit.algorithms.mondrian import Mondrian
+            from anonkit.algorithms.mondrian import Mondrian  # noqa: F401  (import meanwhile)
             from anonkit.hierarchy import read_arx_hierarchy
             from anonkit.io import to_pandas
+            from anonkit.table import Schema
 
             table, named, verbatim = reading.result()
             df = to_pandas(table.select(named), categorical_text=True)
@@ -236,17 +339,11 @@ def run_anonymize(job: dict[str, Any], progress: bool = True) -> dict[str, Any]:
             # (the imports done meanwhile included: they are what reading overlaps)
             read_seconds = time.perf_counter() - started
         with bar.phase("anonymizing"):
-            mondrian = Mondrian(
-                k=job.get("k"), models=model_texts, strategy=job.get("strategy", "widest"),
-                generalization=job.get("generalization") or None,
-                remove_cut_dimension=bool(job.get("remove_cut_dimension", False)),
-                single_dimensional=bool(job.get("single_dimensional", False)),
-                allow_missing=bool(job.get("allow_missing", False)),
-                seed=int(job.get("seed", 0)))
-            result = mondrian.anonymize(
-                df, qis, sensitive=as_list(job.get("sensitive")) or None,
-                identifiers=as_list(job.get("identifiers")), hierarchies=hierarchies,
-                kinds=job.get("kinds") or None)
+            schema = Schema.from_roles(df, qis, as_list(job.get("sensitive")) or None,
+                                       as_list(job.get("identifiers")),
+                                       kinds=job.get("kinds") or None,
+                                       hierarchies=hierarchies)
+            result = method.anonymize(df, schema, options)
         result.timings = {"read": read_seconds, **result.timings}
         result.require_passed()  # refused (ModelNotMetError) unless every model holds
         # both files or neither: the report goes to a temp name first, is renamed last
@@ -271,12 +368,15 @@ def run_anonymize(job: dict[str, Any], progress: bool = True) -> dict[str, Any]:
     return {
         "output": job["output"],
         "report": job.get("report"),
+        "method": method.name,
+        "kind": result.kind.value,
         "passed": result.passed,
         "verdicts": [v.to_dict() for v in result.verdicts],
         "metrics": result.metrics,
         "timings": result.timings,
         "summary": result.summary(),
         "released_unchanged": unchanged.column_names,
+        "seeded": result.seeded,
     }
 
 
@@ -298,9 +398,11 @@ def _read_job_input(job: dict[str, Any], qis: list[str]) -> tuple[Any, list[str]
                           ("identifier", as_list(job.get("identifiers")))):
         for name in columns:
             named.setdefault(name, role)
-    for key, option in (("hierarchies", "hierarchy"), ("generalization", "generalization"),
-                        ("kinds", "kind")):
-        for name in job.get(key) or {}:
+    generalization = (job.get("options") or {}).get("generalization") or {}
+    for columns, option in ((job.get("hierarchies") or {}, "hierarchy"),
+                            (generalization, "generalization"),
+                            (job.get("kinds") or {}, "kind")):
+        for name in columns:
             named.setdefault(name, f"--{option} column")
     others = [name for name in names if name not in named]
     verbatim = table_format(job["input"]) == "csv" and table_format(job["output"]) == "csv"
@@ -317,36 +419,72 @@ def _read_job_input(job: dict[str, Any], qis: list[str]) -> tuple[Any, list[str]
 @click.argument("input_path", metavar="INPUT")
 @click.option("--qi", required=True, help="Quasi-identifiers, comma-separated.")
 @click.option("--sensitive", help="Sensitive column(s), comma-separated.")
-@click.option("-k", type=int, help="k-anonymity.")
-@click.option("-l", type=float, help="distinct l-diversity.")
-@click.option("-t", type=float, help="t-closeness.")
-@click.option("--model", "models", multiple=True, help="Further model, e.g. entropy-l=2.")
+@model_options
+@click.option("--group", "group_column", metavar="COLUMN",
+              help="The classes are the rows with equal values in this column (a release "
+                   "that publishes its groups, e.g. (k,e)-anonymity's), not equal QIs.")
+@click.option("--kind", "kinds", multiple=True,
+              help="column=KIND for a sensitive column: numeric, categorical, ordinal or date "
+                   "(repeatable; default categorical).")
 @click.option("--sep", "separator", help="CSV separator (default: sniffed).")
 @click.option("--report", type=click.Path(path_type=Path), help="Write an HTML report here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdicts as JSON.")
-def check(input_path: str, qi: str, sensitive: str | None, k: int | None, l: float | None,  # noqa: E741
-          t: float | None, models: tuple[str, ...], separator: str | None,
-          report: Path | None, as_json: bool) -> None:
+def check(input_path: str, qi: str, sensitive: str | None, group_column: str | None,
+          kinds: tuple[str, ...], separator: str | None, report: Path | None, as_json: bool,
+          **model_values: Any) -> None:
     """Check any released table (ours or another tool's) against privacy models.
+
+    Every column is read as the text it holds: rows are in one class exactly when their
+    quasi-identifier cells are the same text (02139, 2139 and 2139.0 are three labels), and
+    sensitive columns are categorical unless --kind declares them otherwise.
 
     Exits 0 when every model holds and 2 when any fails.
     """
 
     def body() -> int:
+        from anonkit import methods
         from anonkit.checker import check as run_check
-        from anonkit.io import read_table
+        from anonkit.io import read_table, table_columns
+        from anonkit.options import parse_pairs
+        from anonkit.table import Kind
 
-        texts = list(models)
-        if k is not None:
-            texts.insert(0, f"k={k}")
-        if l is not None:
-            texts.append(f"l={l:g}")
-        if t is not None:
-            texts.append(f"t={t:g}")
-        if not texts:
+        # model objects from the typed options, never text formatted and parsed again
+        chosen = methods.models_from_options(parsed_model_options(model_values))
+        if not chosen:
             raise InputError("no privacy model given: pass -k, -l, -t or --model")
-        df = read_table(input_path, sep=separator, categorical_text=True)
-        outcome = run_check(df, as_list(qi), as_list(sensitive) or None, texts)
+        sens = as_list(sensitive)
+        declared = parse_pairs(kinds, "kind")
+        known = [member.value for member in Kind]
+        for name, kind in declared.items():
+            if name not in sens:
+                raise InputError(f"--kind {name}={kind}: {name!r} is not a sensitive column "
+                                 f"(--sensitive {','.join(sens) or '...'}); quasi-identifiers "
+                                 f"are compared as text, so only sensitive columns take a kind")
+            if kind not in known:
+                raise InputError(f"--kind {name}={kind}: unknown kind {kind!r}; use one of "
+                                 f"{', '.join(known)}")
+            if kind == Kind.ORDINAL:
+                raise InputError(f"--kind {name}=ordinal needs the order of its values, which "
+                                 f"the command line cannot take; declare it numeric or "
+                                 f"categorical, or call anonkit.checker.check with orders=")
+        qis = as_list(qi)
+        names = table_columns(input_path, separator)
+        grouping = [group_column] if group_column else []
+        for role, columns in (("quasi-identifier", qis), ("sensitive", sens),
+                              ("group column", grouping)):
+            for name in columns:
+                if name not in names:
+                    raise InputError(f"unknown column {name!r} given as {role}; the table "
+                                     f"has: {', '.join(names)}")
+        # released cells are labels: read as written, never as numbers, so values a float
+        # would merge (big integers, 02139 and 2139) stay apart; only the columns judged,
+        # as text of many distinct values (an identifier) is costly to read
+        df = read_table(input_path, sep=separator,
+                        columns=list(dict.fromkeys(qis + sens + grouping)),
+                        categorical_text=True, as_text=True)
+        outcome = run_check(df, qis, sens or None, chosen,
+                            kinds={name: declared.get(name, Kind.CATEGORICAL) for name in sens},
+                            group_column=group_column)
         if report:
             from anonkit.report import render_check_report
 
@@ -374,8 +512,9 @@ def demo(output: Path) -> None:
                            for c in qis if c != "age"}
         job = {
             "input": str(adult.path), "output": str(output / "adult-release.csv"),
-            "quasi_identifiers": qis, "sensitive": adult.sensitive, "k": 10, "l": 2,
-            "hierarchies": hierarchy_files, "report": str(output / "report.html"),
+            "quasi_identifiers": qis, "sensitive": adult.sensitive, "method": "mondrian",
+            "options": {"k": 10, "l": 2}, "hierarchies": hierarchy_files,
+            "report": str(output / "report.html"),
         }
         click.echo(f"anonymizing UCI Adult ({len(adult.data):,} rows; QIs: {', '.join(qis)}; "
                    f"sensitive: {adult.sensitive}) with Mondrian, k=10, distinct l=2")

@@ -30,6 +30,7 @@ import pandas as pd
 from anonkit._parallel import on_all_cores
 from anonkit.checker import first_appearances
 from anonkit.errors import InputError
+from anonkit.partition import Partition
 from anonkit.table import EncodedColumn, Kind, code_type_for
 
 MISSING_LABEL = "missing"
@@ -128,16 +129,17 @@ def generalize_column(column: EncodedColumn, order: np.ndarray, starts: np.ndarr
 
 
 def generalize_columns(columns: Sequence[EncodedColumn], forms: Mapping[str, Form],
-                       order: np.ndarray, starts: np.ndarray, class_ids: np.ndarray
+                       partition: Partition
                        ) -> tuple[list[ColumnGeneralization],
                                   dict[str, pd.Series | pd.Categorical]]:
-    """Every column generalized (:func:`generalize_column`, each in its form), in their
-    order; and each column as released for rows in the classes ``class_ids``
-    (:meth:`ColumnGeneralization.released`), by name."""
+    """Every column generalized over the classes of ``partition``
+    (:func:`generalize_column`, each in its form), in their order; and each column as
+    released, row by row of the table (:meth:`ColumnGeneralization.released`), by name."""
+    class_ids = partition.class_ids()
 
     def generalize(column: EncodedColumn) -> tuple[ColumnGeneralization,
                                                    pd.Series | pd.Categorical]:
-        g = generalize_column(column, order, starts, forms[column.name])
+        g = generalize_column(column, partition.order, partition.starts, forms[column.name])
         return g, g.released(class_ids)
 
     done = on_all_cores(generalize, columns, cost=[c.cardinality for c in columns])

@@ -12,6 +12,14 @@ deviations from plain pyarrow inference:
   as ``02139``) stays text, so ``02139`` does not become ``2139``. ``text_columns`` forces
   text for other columns (codes that happen to have no leading zero in this file).
 * ``YYYY-MM-DD`` columns become ``datetime64[ms]`` (pyarrow's date32), not ``date`` objects.
+* Integers stay exact: int64 where they fit, and a column that would become float64 stays
+  text when one of its integers is one float64 cannot hold (``12345678901234567891`` would
+  read back as ``12345678901234567168``). Parquet decimals become float64 only where every
+  value converts exactly, text otherwise.
+
+``as_text=True`` reads every column as the text it holds instead (a CSV cell's text, a
+Parquet column's values as text where that is lossless): what a check of a released table
+compares, where ``02139``, ``2139`` and ``2139.0`` are three labels.
 
 Missing values: an empty cell (or ``NA``, ``null``, ``NaN``, …) is missing in a numeric or
 date column; in a text column the cell is kept as the text (``""``, ``"NA"``), which
@@ -89,6 +97,7 @@ def read_table(
     text_columns: Sequence[str] = (),
     fmt: str | None = None,
     categorical_text: bool = False,
+    as_text: bool = False,
 ) -> pd.DataFrame:
     """Read a CSV or Parquet file into a numpy-backed DataFrame.
 
@@ -102,9 +111,11 @@ def read_table(
     inside Arrow: a million rows then never become a million Python strings (that costs
     more than parsing the file) and encoding, grouping and writing work on the codes. The
     command line reads this way; the default (object text) is what pandas users expect.
+
+    ``as_text=True`` reads every column as text (see the module docstring).
     """
     table = read_arrow(path, sep, columns, text_columns=text_columns, fmt=fmt,
-                       dictionary_text=categorical_text)
+                       dictionary_text=categorical_text, as_text=as_text)
     return to_pandas(table, categorical_text)
 
 
@@ -116,13 +127,15 @@ def read_arrow(
     text_columns: Sequence[str] = (),
     fmt: str | None = None,
     dictionary_text: bool = False,
+    as_text: bool = False,
 ) -> pa.Table:
     """:func:`read_table` without the conversion to pandas: an Arrow table (imports no
     pandas, so a caller can read while pandas is still being imported).
 
     ``dictionary_text=True`` (CSV) dictionary-encodes text columns while parsing, which
     :func:`to_pandas` with ``categorical_text=True`` then takes as they are; the
-    ``text_columns`` stay plain text."""
+    ``text_columns`` stay plain text. ``as_text=True`` reads every column as text (see the
+    module docstring); then with ``dictionary_text`` every CSV column is a dictionary."""
     path = Path(path)
     if not path.exists():
         raise InputError(f"input file not found: {path}; check the path")
@@ -132,8 +145,10 @@ def read_arrow(
         columns = [columns] if isinstance(columns, str) else list(columns)
     if table_format(path, fmt) == "parquet":
         table = _read_parquet(path, columns)
+        if as_text:
+            table = _lossless_text(table)
     else:
-        table = _read_csv(path, sep, columns, list(text_columns), dictionary_text)
+        table = _read_csv(path, sep, columns, list(text_columns), dictionary_text, as_text)
     if table.num_rows == 0:
         what = "has no rows" if table_format(path, fmt) == "parquet" else \
             "has a header but no data rows"
@@ -172,7 +187,8 @@ def _read_parquet(path: Path, columns: list[str] | None) -> pa.Table:
 
 
 def _read_csv(path: Path, sep: str | None, columns: list[str] | None,
-              text_columns: list[str], dictionary_text: bool = False) -> pa.Table:
+              text_columns: list[str], dictionary_text: bool = False,
+              as_text: bool = False) -> pa.Table:
     sep, raw_names = _csv_header(path, sep)
     # raw names (before stripping) are what pyarrow matches in include_columns/column_types
     header = [name.strip() for name in raw_names]
@@ -185,10 +201,20 @@ def _read_csv(path: Path, sep: str | None, columns: list[str] | None,
         raise InputError(f"text column {unknown_text[0]!r} is not in {path}; its columns "
                          f"are: {', '.join(header)}")
     wanted = {raw_of[c] for c in (header if columns is None else columns)}
-    forced = {raw_of[c] for c in text_columns} & wanted
+    forced = wanted if as_text else {raw_of[c] for c in text_columns} & wanted
     include = None if columns is None else [raw_of[c] for c in columns]
 
+    def read_with(parse: pa_csv.ParseOptions, types: dict[str, pa.DataType],
+                  names: list[str] | None = include) -> pa.Table:
+        convert = pa_csv.ConvertOptions(include_columns=names, column_types=types)
+        return _growing_blocks(lambda block: pa_csv.read_csv(
+            path, read_options=pa_csv.ReadOptions(block_size=block), parse_options=parse,
+            convert_options=convert), _READ_BLOCK)
+
     def read(parse: pa_csv.ParseOptions) -> tuple[pa.Table, list[str]]:
+        if as_text:  # nothing to infer
+            text = pa.dictionary(pa.int32(), pa.string()) if dictionary_text else pa.string()
+            return read_with(parse, dict.fromkeys(forced, text)), []
         sample = [f for f in _sample_schema(path, parse) if f.name in wanted and
                   f.name not in forced]
         # integers may hide leading zeros: read as text, decided below
@@ -197,22 +223,32 @@ def _read_csv(path: Path, sep: str | None, columns: list[str] | None,
         if dictionary_text:
             types |= {f.name: pa.dictionary(pa.int32(), pa.string()) for f in sample
                       if pa.types.is_string(f.type)}
-        convert = pa_csv.ConvertOptions(include_columns=include, column_types=types)
-        table = _growing_blocks(lambda block: pa_csv.read_csv(
-            path, read_options=pa_csv.ReadOptions(block_size=block), parse_options=parse,
-            convert_options=convert), _READ_BLOCK)
-        return table, int_columns
+        return read_with(parse, types), int_columns
 
+    parse = pa_csv.ParseOptions(delimiter=sep)
     try:
         try:
-            table, int_columns = read(pa_csv.ParseOptions(delimiter=sep))
+            table, int_columns = read(parse)
         except pa.ArrowInvalid as exc:
             if "Expected" not in str(exc) or "columns" not in str(exc):
                 raise
             # A quoted value holding a line break splits rows unless the (slower) parser
             # mode that allows it is on; retry so such files read, ragged ones still fail.
-            table, int_columns = read(pa_csv.ParseOptions(delimiter=sep,
-                                                          newlines_in_values=True))
+            parse = pa_csv.ParseOptions(delimiter=sep, newlines_in_values=True)
+            table, int_columns = read(parse)
+        # Past 2**53 float64 no longer holds every integer, and the parsed floats cannot
+        # tell a rounded integer from an exact one: a floating column with numbers that
+        # large is read again as text (rare; the screen is one pass over the floats) and
+        # stays text if one of its integers would be rounded.
+        inexact = [name for name, column in zip(table.column_names, table.columns,
+                                                strict=True)
+                   if pa.types.is_floating(column.type) and _beyond_exact_integers(column)]
+        if inexact:
+            texts = read_with(parse, dict.fromkeys(inexact, pa.string()), inexact)
+            for name, text in zip(inexact, texts.columns, strict=True):
+                if _inexact_integer_text(text) is not None:
+                    i = table.schema.get_field_index(name)
+                    table = table.set_column(i, name, text)
     except UnicodeDecodeError:
         raise _not_utf8(path) from None
     except pa.ArrowInvalid as exc:
@@ -274,7 +310,8 @@ def _growing_blocks(read: Callable[[int], _T], block: int) -> _T:
 def _integers_unless_leading_zeros(column: pa.ChunkedArray) -> pa.ChunkedArray:
     """A column read as text because its sample looked integer: int64 as pyarrow would
     infer it, but kept as text when some value starts with a 0 followed by more (a code,
-    not a number), and float64 or text when later rows are not whole numbers."""
+    not a number), and float64 or text when later rows are not whole numbers or not int64
+    (text when float64 would round one of its integers)."""
     if pc.any(pc.starts_with(column, "0")).as_py():  # cheap test first: '0' itself is common
         trimmed = pc.utf8_trim_whitespace(column)
         code_like = pc.match_substring_regex(trimmed, "^0.")  # (no scalars: see below)
@@ -292,10 +329,57 @@ def _integers_unless_leading_zeros(column: pa.ChunkedArray) -> pa.ChunkedArray:
     null_texts = pa.array(pa_csv.ConvertOptions().null_values, type=pa.string())
     values = pc.if_else(pc.is_in(trimmed, value_set=null_texts),
                         pa.scalar(None, pa.string()), trimmed)
-    for target in (pa.int64(), pa.float64()):
-        with suppress(pa.ArrowInvalid):
-            return pc.cast(values, target)
-    return column
+    with suppress(pa.ArrowInvalid):
+        return pc.cast(values, pa.int64())
+    try:
+        floats = pc.cast(values, pa.float64())
+    except pa.ArrowInvalid:
+        return column
+    return column if _inexact_integer_text(values) is not None else floats
+
+
+#: float64 holds every integer of smaller magnitude exactly (2**53 + 1 it does not)
+_EXACT_INTEGERS = 2**53
+#: an integer literal of 16 significant digits or more (smaller ones are below 2**53)
+_LONG_INTEGER = r"^[+-]?0*[1-9][0-9]{15,}$"
+
+
+def _beyond_exact_integers(floats: pa.ChunkedArray) -> bool:
+    """Whether a floating column holds a number of a magnitude where float64 no longer
+    holds every integer (one pass; NaN is not looked at)."""
+    bounds = pc.min_max(floats).as_py()
+    low, high = bounds["min"], bounds["max"]
+    return low is not None and (low <= -_EXACT_INTEGERS or high >= _EXACT_INTEGERS)
+
+
+def _inexact_integer_text(text: pa.ChunkedArray | pa.Array) -> str | None:
+    """The first integer literal among the cells of ``text`` (surrounding spaces allowed)
+    that float64 cannot hold exactly, or None. Per distinct long literal, which are few
+    where this is asked (a column with numbers beyond 2**53)."""
+    trimmed = pc.utf8_trim_whitespace(text)
+    candidates = pc.unique(pc.filter(trimmed, pc.match_substring_regex(trimmed, _LONG_INTEGER)))
+    for literal in candidates.to_pylist():
+        if int(literal) != int(float(literal)):
+            return literal
+    return None
+
+
+def _lossless_text(table: pa.Table) -> pa.Table:
+    """Each column as text where its values read back from that text unchanged (integers,
+    decimals, dates, booleans, floats without NaN), else as it is."""
+    for i, field in enumerate(table.schema):
+        value_type = field.type.value_type if pa.types.is_dictionary(field.type) \
+            else field.type
+        if pa.types.is_string(value_type) or pa.types.is_large_string(value_type):
+            continue
+        try:
+            text = pc.cast(table[i], pa.string())
+            same = pc.cast(text, field.type).equals(table[i])
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            continue
+        if same:
+            table = table.set_column(i, field.name, text)
+    return table
 
 
 def _resolve_sep(sep: str | None, head: str) -> str:
@@ -391,21 +475,36 @@ def _first_line(exc: BaseException) -> str:
 def to_pandas(table: pa.Table, categorical_text: bool = False) -> pd.DataFrame:
     """A table read by :func:`read_arrow` as :func:`read_table` returns it: numpy-backed
     columns, text as object (or Categorical, see :func:`read_table`), dictionaries decoded
-    unless text is wanted categorical, decimals as float64."""
+    unless text is wanted categorical, decimals as float64 where every value converts
+    exactly and as text otherwise."""
     for i, field in enumerate(table.schema):
+        if pa.types.is_decimal(field.type):
+            table = table.set_column(i, field.name, _exact_decimals(table[i]))
+            field = table.schema.field(i)
         is_text = pa.types.is_string(field.type) or pa.types.is_large_string(field.type)
         if categorical_text and is_text:
             table = table.set_column(i, field.name, pc.dictionary_encode(table[i]))
         elif pa.types.is_dictionary(field.type) and not categorical_text:
             table = table.set_column(i, field.name, pc.cast(table[i], field.type.value_type))
-        elif pa.types.is_decimal(field.type):
-            table = table.set_column(i, field.name, pc.cast(table[i], pa.float64()))
     frame = table.to_pandas(date_as_object=False, split_blocks=True, self_destruct=True)
     del table
     # Arrow's allocator keeps the parse buffers for reuse; hand them back, or a million-row
     # read holds ~0.4 GiB it no longer needs for the rest of the run
     pa.default_memory_pool().release_unused()
     return frame
+
+
+def _exact_decimals(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """A decimal column as float64 when every value comes back from the float at the
+    column's scale (``0.10`` does, ``12345678901234567891`` does not), else as its text."""
+    text = pc.cast(column, pa.string())
+    # through the text: Arrow's direct cast is not correctly rounded (-1.13 would become
+    # -1.1300000000000001)
+    with suppress(pa.ArrowInvalid):
+        floats = pc.cast(text, pa.float64())
+        if pc.cast(floats, column.type).equals(column):
+            return floats
+    return text
 
 
 # --------------------------------------------------------------------------- writing

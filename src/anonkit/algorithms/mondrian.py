@@ -26,20 +26,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from anonkit.algorithms import _mondrian_kernel as kernel
 from anonkit.errors import InputError
-from anonkit.generalization import (
-    ColumnGeneralization,
-    Form,
-    default_form,
-    generalize_columns,
-    validate_form,
-)
+from anonkit.generalization import Form, default_form, validate_form
 from anonkit.hierarchy.base import Hierarchy
 from anonkit.models.base import (
     Classes,
@@ -47,34 +40,13 @@ from anonkit.models.base import (
     PrivacyModel,
     SensitiveAttribute,
 )
-from anonkit.result import AnonymizationResult
+from anonkit.partition import Partition
+from anonkit.pipeline import generalized_release
+from anonkit.release import Release
 from anonkit.table import EncodedColumn, EncodedTable, Kind, Schema, encode
 
 #: a round moving more rows than this runs its partitions on all cores
 PARALLEL_ROWS = 4_096
-
-
-@dataclass(frozen=True)
-class Partitioning:
-    """Classes as runs of a row ordering: class ``c`` is ``order[starts[c]:ends[c]]``."""
-
-    order: np.ndarray
-    starts: np.ndarray
-    ends: np.ndarray
-    rounds: int
-
-    @property
-    def n_classes(self) -> int:
-        return len(self.starts)
-
-    @property
-    def sizes(self) -> np.ndarray:
-        return self.ends - self.starts
-
-    def class_ids(self) -> np.ndarray:
-        ids = np.empty(len(self.order), dtype=np.int64)
-        ids[self.order] = np.repeat(np.arange(self.n_classes), self.sizes)
-        return ids
 
 
 class Mondrian:
@@ -145,7 +117,7 @@ class Mondrian:
     def parameters(self) -> dict[str, object]:
         return {
             "k": self.k,
-            "models": [m if isinstance(m, str) else repr(m) for m in self.models],
+            "models": [m if isinstance(m, str) else m.spec() for m in self.models],
             "strategy": self.strategy,
             "generalization": dict(self.generalization or {}),
             "remove_cut_dimension": self.remove_cut_dimension,
@@ -164,7 +136,7 @@ class Mondrian:
         hierarchies: Mapping[str, Hierarchy] | None = None,
         kinds: Mapping[str, Kind | str] | None = None,
         schema: Schema | None = None,
-    ) -> AnonymizationResult:
+    ) -> Release:
         """Anonymize ``df`` (not modified) and verify the release; see :class:`Mondrian`."""
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
@@ -180,44 +152,16 @@ class Mondrian:
         timings["encode"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        partitioning = self.partition(table, models)
+        partition = self.partition(table, models)
         timings["algorithm"] = time.perf_counter() - t0
 
-        t0 = time.perf_counter()
-        partition_of_row = partitioning.class_ids()
-        generalized, released = generalize_columns(table.quasi_identifiers, forms,
-                                                   partitioning.order, partitioning.starts,
-                                                   partition_of_row)
-        data = release_table(df, schema, released)
-        # partitions whose labels coincide are one class to an adversary: number classes
-        # as the release shows them
-        classes, class_of_partition = class_table(generalized, partitioning.sizes)
-        class_ids = class_of_partition[partition_of_row]
-        timings["generalize"] = time.perf_counter() - t0
-
-        t0 = time.perf_counter()
-        from anonkit.checker import check
-
-        sens_specs = [schema[name] for name in schema.sensitive]
-        report = check(data, schema.quasi_identifiers, schema.sensitive or None, models,
-                       kinds={c.name: c.kind for c in sens_specs if c.kind},
-                       hierarchies={c.name: c.hierarchy for c in sens_specs if c.hierarchy},
-                       orders={c.name: c.order for c in sens_specs if c.order})
-        timings["verify"] = time.perf_counter() - t0
-
-        t0 = time.perf_counter()
-        from anonkit.metrics import release_metrics
-
-        metrics = release_metrics(generalized, partitioning.sizes, report.class_sizes,
-                                  k=max(m.min_class_size() for m in models))
-        timings["metrics"] = time.perf_counter() - t0
         params = self.parameters() | {
             "quasi_identifiers": schema.quasi_identifiers,
             "sensitive": schema.sensitive,
             "forms": {name: form.value for name, form in forms.items()},
         }
-        return AnonymizationResult(data, class_ids, classes, list(report.verdicts), metrics,
-                                   schema, self.method, params, timings)
+        return generalized_release(df, table, partition, forms, models, method=self.method,
+                                   parameters=params, timings=timings)
 
     def _forms(self, table: EncodedTable) -> dict[str, Form]:
         given = dict(self.generalization or {})
@@ -230,7 +174,7 @@ class Mondrian:
                 for c in table.quasi_identifiers}
 
     # -- the algorithm: codes in, classes out --------------------------------------------
-    def partition(self, table: EncodedTable, models: Sequence[PrivacyModel]) -> Partitioning:
+    def partition(self, table: EncodedTable, models: Sequence[PrivacyModel]) -> Partition:
         """Partition the encoded table; every class satisfies every model."""
         from anonkit.checker import bind_models
 
@@ -313,13 +257,13 @@ class Mondrian:
 
 
 def _partitioning(Rs: np.ndarray, starts: np.ndarray, ends: np.ndarray, sides: np.ndarray,
-                  rounds: int) -> Partitioning:
+                  rounds: int) -> Partition:
     """Final segments, in row-position order, with the original rows they hold."""
     order = np.argsort(starts, kind="stable")
     starts, ends = starts[order], ends[order]
     held_in_1 = np.repeat(sides[order].astype(bool), ends - starts)
     rows = np.where(held_in_1, Rs[1], Rs[0])
-    return Partitioning(rows, starts, ends, rounds)
+    return Partition(rows, starts, ends, rounds)
 
 
 def _column_tables(cols: Sequence[EncodedColumn]) -> tuple[np.ndarray, ...]:
@@ -367,31 +311,3 @@ def _hierarchy_tables(cols: Sequence[EncodedColumn]) -> tuple[np.ndarray, ...]:
     flat_nodes = np.concatenate(nodes) if nodes else np.zeros(1, np.int32)
     flat_under = np.concatenate(under) if under else np.zeros(1, np.float64)
     return tree, flat_nodes, flat_under, offsets, heights
-
-
-def release_table(df: pd.DataFrame, schema: Schema,
-                  released: Mapping[str, pd.Series | pd.Categorical]) -> pd.DataFrame:
-    """The released table: identifiers dropped, QIs replaced by their ``released`` columns
-    (see :meth:`ColumnGeneralization.released`), the other columns as they were, rows in the
-    input's order."""
-    out = {}
-    for name in schema.released_columns:
-        # .array keeps a Categorical a Categorical (to_numpy would make row objects); the
-        # columns not generalized are copied, the released ones are new already
-        out[name] = released[name] if name in released else df[name].array.copy()
-    return pd.DataFrame(out, index=pd.RangeIndex(len(df)), copy=False)
-
-
-def class_table(generalized: Sequence[ColumnGeneralization],
-                sizes: np.ndarray) -> tuple[pd.DataFrame, np.ndarray]:
-    """One row per released class -- its size and each QI's label -- and the class of each
-    partition: partitions with the same label on every QI are one class to an adversary."""
-    from anonkit.checker import group_codes
-
-    class_of_partition, n_classes, first_partition = group_codes(
-        [(codes, len(distinct)) for codes, distinct in (g.label_codes for g in generalized)],
-        len(sizes))
-    table = pd.DataFrame({g.column: g.labels[first_partition] for g in generalized})
-    table.insert(0, "size", np.bincount(class_of_partition, weights=sizes,
-                                        minlength=n_classes).astype(np.int64))
-    return table, class_of_partition

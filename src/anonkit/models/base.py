@@ -41,8 +41,20 @@ class SensitiveAttribute:
     hierarchy_leaf: np.ndarray | None = None  # code -> hierarchy leaf index
 
     @classmethod
-    def from_encoded(cls, column: EncodedColumn) -> SensitiveAttribute:
-        counts = np.bincount(column.codes, minlength=column.cardinality)
+    def from_encoded(cls, column: EncodedColumn,
+                     reference_counts: np.ndarray | None = None) -> SensitiveAttribute:
+        """The attribute of an encoded column. ``reference_counts`` (one per code, e.g. an
+        :class:`~anonkit.table.Encoding`'s) is the distribution to compare classes with;
+        by default the column's own counts."""
+        if reference_counts is None:
+            counts = np.bincount(column.codes, minlength=column.cardinality)
+        else:
+            counts = np.asarray(reference_counts)
+            if counts.shape != (column.cardinality,):
+                raise InputError(
+                    f"the reference counts for {column.name!r} have {counts.size} entries but "
+                    f"the column has {column.cardinality} codes; take them from the encoding "
+                    f"the column was encoded with")
         return cls(column.name, column.codes, column.values, column.kind, counts,
                    column.hierarchy, column.hierarchy_leaf)
 
@@ -57,10 +69,40 @@ class SensitiveAttribute:
             return np.asarray(self.values, dtype=np.float64)
         return np.arange(self.n_values, dtype=np.float64)
 
+    @cached_property
+    def decimal_places(self) -> int | None:
+        """The fewest decimal places (at most 9) in which every magnitude is written
+        exactly, i.e. is the float nearest such a decimal; None when none do, or when the
+        magnitudes are too large to scale to exact integers."""
+        mags = self.magnitudes[np.isfinite(self.magnitudes)]
+        for places in range(10):
+            scale = 10.0 ** places
+            scaled = mags * scale
+            # below 2**50 a scaled value is within 0.5 of its integer, so rint finds it
+            if len(mags) and np.abs(scaled).max() >= 2.0 ** 50:
+                return None
+            if (np.rint(scaled) / scale == mags).all():
+                return places
+        return None
+
+    def value_range(self, high: np.ndarray, low: np.ndarray) -> np.ndarray:
+        """``high - low`` for magnitudes ``high`` and ``low``, as the decimal difference the
+        values stand for when they are decimals: a float subtraction of decimals carries
+        noise (0.3 - 0.1 = 0.19999999999999998), and ranges are compared with thresholds
+        exactly. Rounding to the values' own decimal places removes the noise."""
+        spread = np.asarray(high, dtype=np.float64) - np.asarray(low, dtype=np.float64)
+        places = self.decimal_places
+        return spread if places is None else np.round(spread, places)
+
     def reordered(self, codes: np.ndarray) -> SensitiveAttribute:
         """The same attribute with other rows (same values and reference distribution)."""
-        return SensitiveAttribute(self.name, codes, self.values, self.kind,
-                                  self.reference_counts, self.hierarchy, self.hierarchy_leaf)
+        out = SensitiveAttribute(self.name, codes, self.values, self.kind,
+                                 self.reference_counts, self.hierarchy, self.hierarchy_leaf)
+        # what depends on the values only is kept: algorithms reorder once per round
+        for name in ("magnitudes", "decimal_places"):
+            if name in self.__dict__:
+                out.__dict__[name] = self.__dict__[name]
+        return out
 
 
 @dataclass(frozen=True)
@@ -210,7 +252,7 @@ def exact_number(value: object) -> str:
 
 def format_parameters(parameters: Mapping[str, object]) -> str:
     """``{"k": 5, "l": 2}`` -> ``"k=5, l=2"``, as models are named in messages."""
-    return ", ".join(f"{name}={value}" for name, value in parameters.items())
+    return ", ".join(f"{name}={exact_number(value)}" for name, value in parameters.items())
 
 
 @dataclass(frozen=True)
@@ -240,11 +282,12 @@ class Verdict:
         status = "PASS" if self.passed else "FAIL"
         params = format_parameters(self.parameters)
         text = (f"{status} {self.model} ({params}): measured {self.measure} = "
-                f"{self.measured:g}, required {self.measure} {self.comparison} "
-                f"{self.required:g}; weakest class has {_rows(self.worst_class_size)}; "
+                f"{exact_number(self.measured)}, required {self.measure} {self.comparison} "
+                f"{exact_number(self.required)}; weakest class has "
+                f"{_rows(self.worst_class_size)}; "
                 f"{self.failing_classes} of {self.n_classes} classes fail")
         if self.details:
-            text += " [" + ", ".join(f"{k}={_show(v)}" for k, v in self.details.items()) + "]"
+            text += " [" + format_parameters(self.details) + "]"
         return text
 
     def to_dict(self) -> dict[str, object]:
@@ -261,17 +304,19 @@ def _rows(n: int) -> str:
     return f"{n} row{'' if n == 1 else 's'}"
 
 
-def _show(value: object) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
-
-
 class PrivacyModel(ABC):
     """A privacy criterion evaluated on all equivalence classes at once.
 
     Subclasses set ``name``, ``higher_is_better`` and ``monotonic`` and implement
     :meth:`levels`; a class passes when its level reaches :attr:`threshold` in the model's
     direction: ``>=`` / ``<=``, or ``>`` / ``<`` when ``strict`` (the literature's
-    definitions of recursive (c,l)-diversity and δ-disclosure are strict).
+    definitions of recursive (c,l)-diversity and δ-disclosure are strict). Thresholds on
+    counts and ranges are compared exactly; only levels that are floating-point entropies
+    or distances get a relative :attr:`tolerance`, and each model's docstring says which.
+
+    Model text (:mod:`anonkit.models.text`): :attr:`text_keys`, :attr:`text_numbers` and
+    :attr:`text_options` declare how the model is written (``recursive-cl=3,2``,
+    ``delta=1.5,absent=fail``); :meth:`spec` writes it, :meth:`from_text` reads it.
     """
 
     name: ClassVar[str]
@@ -283,8 +328,18 @@ class PrivacyModel(ABC):
     #: holds on the union of two classes whenever it holds on both (lets algorithms stop
     #: refining once a cut is not allowable, and merge safely)
     monotonic: ClassVar[bool] = True
+    #: relative tolerance of the comparison with the threshold: 0 (exact) for counts and
+    #: ranges; models whose levels are float sums (entropies, distances) set 1e-9
+    tolerance: ClassVar[float] = 0.0
     #: which sensitive attribute the model concerns (None: none, or the only one)
     attribute: str | None = None
+    #: model text: the keys that name the model; :meth:`spec` writes the first
+    text_keys: ClassVar[tuple[str, ...]] = ()
+    #: model text: the parameters written as numbers after the key, in order
+    text_numbers: ClassVar[tuple[str, ...]] = ()
+    #: model text: options written ``name=value`` after the numbers, each with its allowed
+    #: values, the default first
+    text_options: ClassVar[Mapping[str, tuple[str, ...]]] = {}
 
     @property
     @abstractmethod
@@ -301,6 +356,38 @@ class PrivacyModel(ABC):
     def title(self) -> str:
         """How messages name the model: ``"distinct l-diversity (l=3)"``."""
         return f"{self.name} ({format_parameters(self.parameters)})"
+
+    @classmethod
+    def from_text(cls, key: str, numbers: Sequence[float],
+                  options: Mapping[str, str]) -> PrivacyModel:
+        """The model that a model text names: ``key`` is one of :attr:`text_keys`,
+        ``numbers`` one per :attr:`text_numbers`, ``options`` checked against
+        :attr:`text_options` already. A model whose key or options matter overrides this."""
+        return cls(*numbers)  # type: ignore[call-arg]
+
+    def text_option_values(self) -> dict[str, str]:
+        """The model's values of its :attr:`text_options` (a model with options overrides)."""
+        return {}
+
+    def spec(self) -> str:
+        """The model's short form, which :func:`anonkit.models.text.parse_model` reads back
+        into a model with the same parameters: ``k=5``, ``recursive-cl=3,2``,
+        ``delta=1.5,absent=fail``. Options at their default are left out."""
+        if not self.text_keys:
+            raise InputError(f"{type(self).__name__} has no model text; set its text_keys "
+                             f"and text_numbers, or override spec()")
+        params = self.parameters
+        parts = [exact_number(params[name]) for name in self.text_numbers]
+        for option, value in self.text_option_values().items():
+            if value != self.text_options[option][0]:
+                parts.append(f"{option}={value}")
+        return f"{self.text_keys[0]}={','.join(parts)}"
+
+    def cross_release_requirements(self) -> list[CrossReleaseRequirement]:
+        """What the model promises about every record when releases are intersected, in the
+        measures the cross-release audit computes. None by default: the audit then checks
+        the model across releases only for exact disclosure."""
+        return []
 
     def min_class_size(self) -> int:
         """No class smaller than this can pass (used to prune cuts early)."""
@@ -319,8 +406,9 @@ class PrivacyModel(ABC):
         if need > have:
             param = next(iter(self.parameters.items()), ("level", need))
             raise InputError(
-                f"{self.name}: {param[0]}={param[1]} but {attribute.name!r} has only {have} "
-                f"distinct value{'s' if have != 1 else ''}; no grouping can meet it")
+                f"{self.name}: {param[0]}={exact_number(param[1])} but {attribute.name!r} "
+                f"has only {have} distinct value{'s' if have != 1 else ''}; no grouping can "
+                f"meet it")
 
     @property
     def comparison(self) -> str:
@@ -331,10 +419,12 @@ class PrivacyModel(ABC):
         """The model's measured level for every class (float array, one per class)."""
 
     def satisfied(self, levels: np.ndarray) -> np.ndarray:
-        # A relative tolerance: levels are sums of floats, thresholds are typed by people.
-        # Within the tolerance a level counts as equal to the threshold, which passes a
-        # non-strict model and fails a strict one.
-        tol = 1e-9 * max(1.0, abs(self.threshold))
+        """Per level: does it reach the threshold in the model's direction?"""
+        # Entropies and distances are sums of floats while thresholds are typed by people:
+        # within the model's tolerance a level counts as equal to the threshold, which
+        # passes a non-strict model and fails a strict one. Counts and ranges carry no such
+        # noise, and a tolerance there would pass a class short of the threshold.
+        tol = self.tolerance * max(1.0, abs(self.threshold))
         if self.higher_is_better:
             if self.strict:
                 return levels > self.threshold + tol
@@ -343,9 +433,15 @@ class PrivacyModel(ABC):
             return levels < self.threshold - tol
         return levels <= self.threshold + tol
 
+    def passing(self, classes: Classes, levels: np.ndarray) -> np.ndarray:
+        """Per class: does the class satisfy the model, given its ``levels``? The levels'
+        comparison with the threshold by default; a model that decides from quantities of
+        its own (its level then only ranks the classes) overrides this."""
+        return self.satisfied(levels)
+
     def holds(self, classes: Classes) -> np.ndarray:
         """Per class: does the class satisfy the model?"""
-        return self.satisfied(self.levels(classes))
+        return self.passing(classes, self.levels(classes))
 
     def details(self, classes: Classes, levels: np.ndarray, worst: int) -> dict[str, object]:
         """Model-specific extras for the verdict (none by default)."""
@@ -356,7 +452,7 @@ class PrivacyModel(ABC):
             return Verdict(self.name, self.parameters, False, float("nan"), self.threshold,
                            -1, 0, 0, 0, self.measure, self.comparison)
         levels = self.levels(classes)
-        ok = self.satisfied(levels)
+        ok = self.passing(classes, levels)
         worst = int(np.argmin(levels) if self.higher_is_better else np.argmax(levels))
         return Verdict(self.name, self.parameters, bool(ok.all()), float(levels[worst]),
                        float(self.threshold), worst, int(classes.sizes[worst]),
@@ -369,10 +465,13 @@ class PrivacyModel(ABC):
 
 
 class KAnonymity(PrivacyModel):
-    """Every class has at least k rows."""
+    """Every class has at least k rows. Compared exactly (a count). Across releases: at
+    least k candidates for every record."""
 
     name = "k-anonymity"
     measure = "k"
+    text_keys = ("k",)
+    text_numbers = ("k",)
 
     def __init__(self, k: int) -> None:
         self.k = whole_number("k", k, 1)
@@ -391,6 +490,9 @@ class KAnonymity(PrivacyModel):
 
     def min_class_size(self) -> int:
         return self.k
+
+    def cross_release_requirements(self) -> list[CrossReleaseRequirement]:
+        return [CrossReleaseRequirement(self.name, "candidates", float(self.k))]
 
     def levels(self, classes: Classes) -> np.ndarray:
         return classes.sizes.astype(np.float64)
@@ -411,7 +513,8 @@ def whole_number(name: str, value: object, minimum: int) -> int:
 def real_number(name: str, value: object, low: float, high: float = math.inf,
                 low_open: bool = False, high_open: bool = False) -> float:
     """``value`` as a finite float in the given interval, or an :class:`InputError`."""
-    interval = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+    interval = (f"{'(' if low_open else '['}{exact_number(low)}, {exact_number(high)}"
+                f"{')' if high_open else ']'}")
     try:
         number = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):

@@ -23,12 +23,20 @@ is proportional to the number of (class, value) pairs present, never to
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 import numpy as np
 
 from anonkit.errors import InputError
-from anonkit.models.base import Classes, PrivacyModel, SensitiveAttribute, ValueCounts, real_number
+from anonkit.models.base import (
+    Classes,
+    PrivacyModel,
+    SensitiveAttribute,
+    ValueCounts,
+    exact_number,
+    real_number,
+)
 
 Distance = Literal["auto", "equal", "ordered", "hierarchical"]
 DISTANCES: tuple[str, ...] = ("auto", "equal", "ordered", "hierarchical")
@@ -55,12 +63,23 @@ class TCloseness(PrivacyModel):
     larger of the two. This is Li et al.'s own "generalization property" (Section 4.3). It
     would not hold if the reference were recomputed on each part of a table — which is
     why :class:`SensitiveAttribute` keeps the whole table's reference counts.
+
+    The EMD is a float sum, so the comparison with t has a relative tolerance of 1e-9.
+    No cross-release requirement: a distance to the reference distribution has no measure
+    on intersected releases, so the cross-release audit checks t-closeness across
+    releases only for exact disclosure (a single value left).
+
+    Model text: ``t=0.2`` (distance ``auto``), ``t-equal=``, ``t-ordered=``,
+    ``t-hierarchical=``.
     """
 
     name = "t-closeness"
     measure = "EMD"
     higher_is_better = False
     monotonic = True
+    tolerance = 1e-9
+    text_keys = ("t", "t-equal", "t-ordered", "t-hierarchical")
+    text_numbers = ("t",)
 
     def __init__(self, t: float, distance: Distance | str = "auto",
                  attribute: str | None = None) -> None:
@@ -78,6 +97,16 @@ class TCloseness(PrivacyModel):
     @property
     def parameters(self) -> dict[str, object]:
         return {"t": self.t, "distance": self.distance}
+
+    @classmethod
+    def from_text(cls, key: str, numbers: Sequence[float],
+                  options: Mapping[str, str]) -> TCloseness:
+        # the key names the distance: t-ordered=0.2 is TCloseness(0.2, "ordered")
+        return cls(numbers[0], "auto" if key == "t" else key.removeprefix("t-"))
+
+    def spec(self) -> str:
+        key = "t" if self.distance == "auto" else f"t-{self.distance}"
+        return f"{key}={exact_number(self.t)}"
 
     def resolved_distance(self, attribute: SensitiveAttribute) -> str:
         """The ground distance used for ``attribute`` (resolves ``"auto"``)."""

@@ -15,6 +15,7 @@ import numpy as np
 from anonkit.errors import InputError
 from anonkit.models.base import (
     Classes,
+    CrossReleaseRequirement,
     PrivacyModel,
     SensitiveAttribute,
     real_number,
@@ -25,13 +26,16 @@ from anonkit.models.base import (
 class DistinctLDiversity(PrivacyModel):
     """Every class holds at least ``l`` distinct sensitive values.
 
-    Level: the number of distinct values in the class; pass iff level >= l. Monotonic: the
-    union of two classes has at least as many distinct values as either.
+    Level: the number of distinct values in the class; pass iff level >= l, compared
+    exactly (a count). Monotonic: the union of two classes has at least as many distinct
+    values as either. Across releases: at least l distinct values left for every record.
     """
 
     name = "distinct l-diversity"
     measure = "l"
     monotonic = True
+    text_keys = ("l", "distinct-l")
+    text_numbers = ("l",)
 
     def __init__(self, l: int, attribute: str | None = None) -> None:  # noqa: E741
         self.l = whole_number("l", l, 1)
@@ -51,6 +55,9 @@ class DistinctLDiversity(PrivacyModel):
     def min_distinct_values(self) -> int:
         return self.l
 
+    def cross_release_requirements(self) -> list[CrossReleaseRequirement]:
+        return [CrossReleaseRequirement(self.name, "distinct", float(self.l), self.attribute)]
+
     def levels(self, classes: Classes) -> np.ndarray:
         return classes.distinct_values(self.attribute).astype(np.float64)
 
@@ -60,14 +67,23 @@ class EntropyLDiversity(PrivacyModel):
 
     Level: ``exp(entropy)`` with the natural log, the "effective number of values" (as
     pycanon reports it, but not rounded down); pass iff level >= l. ``l`` may be fractional.
-    Monotonic (Machanavajjhala et al.): entropy is concave, so a union of classes with
-    entropy >= ln(l) has entropy >= ln(l). exp(entropy) never exceeds the number of distinct
-    values, hence ``min_class_size`` = ``min_distinct_values`` = ceil(l).
+    The level is a float sum, so the comparison has a relative tolerance of 1e-9 (exp(ln 2)
+    may come out a hair under 2). Monotonic (Machanavajjhala et al.): entropy is concave,
+    so a union of classes with entropy >= ln(l) has entropy >= ln(l).
+
+    The entropy of a distribution over n values is at most ln(n), so entropy >= ln(l) needs
+    n >= l values, i.e. at least ceil(l) (within the tolerance): that is
+    ``min_class_size`` = ``min_distinct_values``. Across releases, where what is left of a
+    record's values is a set without shares, the model asks for that many distinct values
+    left for every record.
     """
 
     name = "entropy l-diversity"
     measure = "exp(entropy)"
     monotonic = True
+    tolerance = 1e-9
+    text_keys = ("entropy-l",)
+    text_numbers = ("l",)
 
     def __init__(self, l: float, attribute: str | None = None) -> None:  # noqa: E741
         self.l = real_number("entropy l", l, 1.0)
@@ -82,10 +98,15 @@ class EntropyLDiversity(PrivacyModel):
         return {"l": self.l}
 
     def min_class_size(self) -> int:
-        return math.ceil(self.l - 1e-9)
+        # the least whole number of values that can pass within the tolerance
+        return math.ceil(self.l - self.tolerance * max(1.0, self.l))
 
     def min_distinct_values(self) -> int:
         return self.min_class_size()
+
+    def cross_release_requirements(self) -> list[CrossReleaseRequirement]:
+        return [CrossReleaseRequirement(self.name, "distinct",
+                                        float(self.min_distinct_values()), self.attribute)]
 
     def levels(self, classes: Classes) -> np.ndarray:
         vc = classes.value_counts(self.attribute)
@@ -99,12 +120,15 @@ class RecursiveCLDiversity(PrivacyModel):
     ``r_1 >= r_2 >= ... >= r_m`` are the class's value counts sorted descending.
 
     Level (lower is better): ``r_1 / (r_l + ... + r_m)``, the ratio the definition bounds;
-    pass iff level < c, strictly, as in the paper (a level equal to c within float noise
-    fails). A class with fewer than ``l`` distinct values has an empty tail sum, level
-    ``inf``, and fails whatever c is. Monotonic per Machanavajjhala et al. (Lemma on
-    recursive diversity under merging). The level is not pycanon's "c": pycanon reports
-    ``floor(ratio) + 1`` (the least whole c that passes) and sorts the counts ascending,
-    which only agrees with the paper when each class's counts are all equal.
+    pass iff level < c, strictly, as in the paper. Compared exactly: the level is one
+    correctly rounded division of two counts, so a ratio equal to c (``c=2.5``, counts 5
+    and 2) fails and one just under it passes. A class with fewer than ``l`` distinct
+    values has an empty tail sum, level ``inf``, and fails whatever c is — hence across
+    releases the model asks for at least l distinct values left for every record.
+    Monotonic per Machanavajjhala et al. (Lemma on recursive diversity under merging). The
+    level is not pycanon's "c": pycanon reports ``floor(ratio) + 1`` (the least whole c
+    that passes) and sorts the counts ascending, which only agrees with the paper when
+    each class's counts are all equal.
     """
 
     name = "recursive (c,l)-diversity"
@@ -112,6 +136,8 @@ class RecursiveCLDiversity(PrivacyModel):
     higher_is_better = False
     strict = True
     monotonic = True
+    text_keys = ("recursive-cl", "recursive-c-l", "(c,l)")
+    text_numbers = ("c", "l")
 
     def __init__(self, c: float, l: int, attribute: str | None = None) -> None:  # noqa: E741
         self.c = real_number("c", c, 0.0, low_open=True)
@@ -131,6 +157,9 @@ class RecursiveCLDiversity(PrivacyModel):
 
     def min_distinct_values(self) -> int:
         return self.l
+
+    def cross_release_requirements(self) -> list[CrossReleaseRequirement]:
+        return [CrossReleaseRequirement(self.name, "distinct", float(self.l), self.attribute)]
 
     def check_attribute(self, attribute: SensitiveAttribute) -> None:
         have = int(np.count_nonzero(attribute.reference_counts))

@@ -8,10 +8,16 @@ a class's share of each value. Everything is computed on the sparse per-class hi
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
+
 import numpy as np
 
 from anonkit.errors import InputError
 from anonkit.models.base import Classes, PrivacyModel, ValueCounts, real_number
+
+#: the values of ``DeltaDisclosure(absent_values=...)``, the default first
+ABSENT_VALUES: tuple[str, ...] = ("ignore", "fail")
 
 
 def _shares(classes: Classes, attribute: str | None) -> tuple[ValueCounts, np.ndarray,
@@ -34,7 +40,13 @@ class DeltaDisclosure(PrivacyModel):
     Values absent from a class are ignored by default (``absent_values="ignore"``), as
     pycanon does. Read literally, the paper's definition also covers them: ``q_s = 0``
     gives ``|ln 0| = inf``, so a class must contain every value of the table;
-    ``absent_values="fail"`` gives that reading (level ``inf`` for such a class).
+    ``absent_values="fail"`` gives that reading (level ``inf`` for such a class). Model
+    text: ``delta=1.5`` and ``delta=1.5,absent=fail``.
+
+    The level is a float log-ratio, so the comparison with δ has a relative tolerance of
+    1e-9. No cross-release requirement: log-ratios of shares have no measure on
+    intersected releases, so the cross-release audit checks δ-disclosure across releases
+    only for exact disclosure (a single value left).
 
     Monotonic: declared False. With ``"ignore"`` a value present in one class only gets a
     smaller share in the union, and its log-ratio can cross -δ. (With ``"fail"`` the
@@ -46,11 +58,15 @@ class DeltaDisclosure(PrivacyModel):
     higher_is_better = False
     strict = True
     monotonic = False
+    tolerance = 1e-9
+    text_keys = ("delta", "δ")
+    text_numbers = ("delta",)
+    text_options: ClassVar[Mapping[str, tuple[str, ...]]] = {"absent": ABSENT_VALUES}
 
     def __init__(self, delta: float, attribute: str | None = None,
                  absent_values: str = "ignore") -> None:
         self.delta = real_number("δ", delta, 0.0, low_open=True)
-        if absent_values not in ("ignore", "fail"):
+        if absent_values not in ABSENT_VALUES:
             raise InputError(f"absent_values must be 'ignore' or 'fail', got "
                              f"{absent_values!r}")
         self.absent_values = absent_values
@@ -66,6 +82,14 @@ class DeltaDisclosure(PrivacyModel):
         if self.absent_values != "ignore":
             params["absent_values"] = self.absent_values
         return params
+
+    @classmethod
+    def from_text(cls, key: str, numbers: Sequence[float],
+                  options: Mapping[str, str]) -> DeltaDisclosure:
+        return cls(numbers[0], absent_values=options.get("absent", ABSENT_VALUES[0]))
+
+    def text_option_values(self) -> dict[str, str]:
+        return {"absent": self.absent_values}
 
     def levels(self, classes: Classes) -> np.ndarray:
         vc, q, p = _shares(classes, self.attribute)
@@ -84,12 +108,20 @@ class BetaLikeness(PrivacyModel):
     (never negative: some value always has ``q_s >= p_s``); pass iff level <= β, as in Cao &
     Karras. This is pycanon's ``basic_beta_likeness`` per class. Monotonic: the condition is
     ``q_s <= (1 + β) p_s`` for all s, linear in ``q``, so it survives mixing two classes.
+
+    The level is a float ratio of shares, so the comparison with β has a relative tolerance
+    of 1e-9. No cross-release requirement: gains in shares have no measure on intersected
+    releases, so the cross-release audit checks β-likeness (basic and enhanced) across
+    releases only for exact disclosure (a single value left).
     """
 
     name = "basic β-likeness"
     measure = "β"
     higher_is_better = False
     monotonic = True
+    tolerance = 1e-9
+    text_keys = ("beta", "β", "basic-beta")
+    text_numbers = ("beta",)
 
     def __init__(self, beta: float, attribute: str | None = None) -> None:
         self.beta = real_number("β", beta, 0.0, low_open=True)
@@ -121,10 +153,12 @@ class EnhancedBetaLikeness(BetaLikeness):
 
     pycanon's ``enhanced_beta_likeness`` returns ``min(basic β, max_s -ln p_s)`` instead,
     a different quantity (it is not the least β that passes); see the tests for where the
-    two agree. Monotonic for the same reason as basic β-likeness.
+    two agree. Monotonic, compared with a tolerance and without a cross-release
+    requirement, for the same reasons as basic β-likeness.
     """
 
     name = "enhanced β-likeness"
+    text_keys = ("enhanced-beta", "enhanced-β")
 
     def levels(self, classes: Classes) -> np.ndarray:
         vc, q, p = _shares(classes, self.attribute)

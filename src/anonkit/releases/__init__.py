@@ -4,11 +4,21 @@ A changing table published again and again leaks through the intersection of its
 even when each release is safe alone. This package keeps the history of releases
 (:class:`HistoryStore`: what was published, how, and what an adversary saw in each class,
 with record keys only as keyed hashes), publishes atomically with it (:func:`publish`),
-audits the releases against each other (:func:`audit`), and lets sequential engines plug in
+audits the releases against each other (:func:`audit`), tells what an adversary has
+accumulated about each record (:func:`knowledge`), and lets sequential engines plug in
 (:func:`register_method`).
 """
 
-from anonkit.releases.attacks import ADVERSARIES, AuditReport, Finding, ScopeResult, audit
+from anonkit.releases.attacks import (
+    ADVERSARIES,
+    AuditReport,
+    Finding,
+    Requirement,
+    ScopeResult,
+    audit,
+    audit_views,
+)
+from anonkit.releases.knowledge import Knowledge, knowledge, knowledge_views
 from anonkit.releases.publish import (
     PublishContext,
     PublishRequest,
@@ -16,19 +26,34 @@ from anonkit.releases.publish import (
     register_method,
     registered_methods,
 )
-from anonkit.releases.store import HistoryStore, ReleaseInfo, ReleaseView
+from anonkit.releases.secret import SecretBesideHistoryWarning
+from anonkit.releases.store import (
+    HistoryStore,
+    HistoryUpgradedWarning,
+    PreparedRelease,
+    ReleaseInfo,
+    ReleaseView,
+)
 
 __all__ = [
     "ADVERSARIES",
     "AuditReport",
     "Finding",
     "HistoryStore",
+    "HistoryUpgradedWarning",
+    "Knowledge",
+    "PreparedRelease",
     "PublishContext",
     "PublishRequest",
     "ReleaseInfo",
     "ReleaseView",
+    "Requirement",
     "ScopeResult",
+    "SecretBesideHistoryWarning",
     "audit",
+    "audit_views",
+    "knowledge",
+    "knowledge_views",
     "publish",
     "register_method",
     "registered_methods",

@@ -11,15 +11,18 @@ from __future__ import annotations
 import functools
 import json
 import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import ParamSpec, TypeVar
 
 import click
 
-from anonkit.errors import AnonkitError
-from anonkit.models.base import format_parameters
+from anonkit.cli import given_method_options, method_options, role_options
+from anonkit.errors import AnonkitError, InputError
+from anonkit.models.base import exact_number, format_parameters
 from anonkit.options import parse_pairs
+from anonkit.releases.secret import SECRET_ENV, SECRET_FILE_ENV
 from anonkit.releases.store import DEFAULT_HISTORY, HISTORY_ENV, HistoryStore, ReleaseInfo
 
 P = ParamSpec("P")
@@ -44,9 +47,12 @@ def _errors(fn: Callable[P, R]) -> Callable[P, R]:
 
 def _history_options(fn: Callable[P, R]) -> Callable[P, R]:
     fn = click.option("--secret-file", type=click.Path(dir_okay=False, path_type=Path),
-                      envvar="ANONKIT_HISTORY_SECRET_FILE",
-                      help="The history's secret (default: HISTORY.secret beside an SQLite "
-                           "history, or $ANONKIT_HISTORY_SECRET).")(fn)
+                      envvar=SECRET_FILE_ENV,
+                      help=f"The history's secret (or ${SECRET_FILE_ENV}; default: "
+                           f"${SECRET_ENV}, else HISTORY.secret beside an SQLite history). "
+                           f"The default puts the secret in the history's folder, so a backup "
+                           f"of that folder carries both: in production keep it elsewhere "
+                           f"with --secret-file or the environment.")(fn)
     return click.option("--history", envvar=HISTORY_ENV, default=DEFAULT_HISTORY,
                         show_default=True,
                         help=f"The release history: an SQLite file or a "
@@ -54,7 +60,16 @@ def _history_options(fn: Callable[P, R]) -> Callable[P, R]:
 
 
 def _open(history: str, secret_file: Path | None, create: bool = False) -> HistoryStore:
-    return HistoryStore.open(history, secret_file=secret_file, create=create)
+    """Open the history; what opening warns of (an upgrade and where the old history was
+    copied, a secret kept beside the history) is one ``warning:`` line each on stderr."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            store = HistoryStore.open(history, secret_file=secret_file, create=create)
+        finally:
+            for w in caught:
+                click.echo(f"warning: {w.message}", err=True)
+    return store
 
 
 @click.group("release")
@@ -66,32 +81,17 @@ def release() -> None:
 # -- publish -------------------------------------------------------------------------------
 
 
-def _option_value(text: str) -> object:
-    """``--option seed=3`` gives 3, ``--option allow_missing=true`` gives True."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
-
-
 @release.command("publish")
 @click.argument("input_path", metavar="INPUT", type=click.Path(path_type=Path))
 @click.option("--dataset", required=True, help="Name of the changing table.")
 @click.option("--key", required=True,
               help="Column naming each record stably across releases (stored only as a "
                    "keyed hash; never released).")
-@click.option("--method", default="mondrian", show_default=True,
-              help="Anonymization method (a registered release method).")
-@click.option("--qi", required=True, help="Quasi-identifiers, comma-separated.")
-@click.option("--sensitive", default="", help="Sensitive columns, comma-separated.")
-@click.option("--identifiers", default="", help="Other identifier columns (dropped).")
-@click.option("-k", "k", type=int, default=None, help="k of k-anonymity.")
-@click.option("--model", "models", multiple=True,
-              help="A further privacy model, e.g. l=3, t=0.2, ke=3,2000 (repeatable).")
-@click.option("--hierarchy", "hierarchies", multiple=True, metavar="COLUMN=FILE",
-              help="An ARX hierarchy file for a column (repeatable).")
+@role_options
+@method_options
 @click.option("--option", "options", multiple=True, metavar="NAME=VALUE",
-              help="A method option, e.g. strategy=entropy (repeatable).")
+              help="A method option by its name, e.g. strategy=entropy (repeatable; "
+                   "checked like the option itself).")
 @click.option("-o", "--output", required=True, type=click.Path(path_type=Path),
               help="Where to write the release (CSV or Parquet by suffix).")
 @click.option("--allow-breach", is_flag=True,
@@ -100,29 +100,37 @@ def _option_value(text: str) -> object:
                    "the exit code is 3.")
 @_history_options
 @_errors
-def publish_cmd(input_path: Path, dataset: str, key: str, method: str, qi: str,
-                sensitive: str, identifiers: str, k: int | None, models: tuple[str, ...],
-                hierarchies: tuple[str, ...], options: tuple[str, ...], output: Path,
-                allow_breach: bool, history: str, secret_file: Path | None) -> None:
+def publish_cmd(input_path: Path, dataset: str, key: str, qi: str | None,
+                sensitive: str | None, identifiers: str | None, hierarchies: tuple[str, ...],
+                kinds: tuple[str, ...], method: str | None, options: tuple[str, ...],
+                output: Path, allow_breach: bool, history: str, secret_file: Path | None,
+                **method_values: object) -> None:
     """Anonymize INPUT and publish it as the next release of --dataset."""
+    from anonkit import methods
     from anonkit.hierarchy import read_arx_hierarchy
     from anonkit.io import check_output_path, read_table
     from anonkit.options import as_list
     from anonkit.releases.publish import PublishRequest, publish
 
     check_output_path(input_path, output)
-    method_options: dict[str, object] = {name: _option_value(value)
-                                         for name, value in parse_pairs(options, "option").items()}
-    if k is not None:
-        method_options["k"] = k
-    if models:
-        method_options["models"] = list(models)
+    chosen = methods.get(method or "mondrian")
+    given = given_method_options(method_values)
+    for name, value in parse_pairs(options, "option").items():
+        name = name.replace("-", "_")
+        option = chosen.option(name)
+        given[name] = [*given.get(name, []), value] if option is not None and \
+            option.multiple else value
+    typed = chosen.parse_options(given, "cli")
+    if not as_list(qi):
+        raise InputError("no quasi-identifiers given: pass --qi a,b,c")
     request = PublishRequest(
         dataset=dataset, key=key, quasi_identifiers=as_list(qi),
-        sensitive=as_list(sensitive), identifiers=as_list(identifiers), method=method,
-        options=method_options,
+        sensitive=as_list(sensitive), identifiers=as_list(identifiers), method=chosen.name,
+        options=typed,
         hierarchies={col: read_arx_hierarchy(path, name=col)
-                     for col, path in parse_pairs(hierarchies, "hierarchy").items()})
+                     for col, path in methods.column_values("hierarchy", list(hierarchies),
+                                                            "cli").items()},
+        kinds=methods.column_values("kind", list(kinds), "cli"))
     df = read_table(input_path)
     with _open(history, secret_file, create=True) as store:
         info = publish(store, df, request, output, allow_breach=allow_breach)
@@ -132,7 +140,7 @@ def publish_cmd(input_path: Path, dataset: str, key: str, method: str, qi: str,
     for verdict in info.verdicts:
         click.echo(f"  {'PASS' if verdict['passed'] else 'FAIL'} {verdict['model']} "
                    f"({format_parameters(dict(verdict['parameters']))}): measured "
-                   f"{verdict['measured']:g}")
+                   f"{exact_number(verdict['measured'])}")
 
 
 # -- list / show ---------------------------------------------------------------------------
@@ -162,12 +170,13 @@ def list_cmd(dataset: str | None, verify: bool, as_json: bool, history: str,
     if not infos:
         click.echo("the history has no releases yet")
         return
-    header = ["dataset", "seq", "published (UTC)", "method", "rows", "classes", "models",
-              "file"] + (["status"] if verify else [])
+    header = ["dataset", "seq", "published (UTC)", "method", "kind", "rows", "classes",
+              "models", "file"] + (["status"] if verify else [])
     table = [header]
     for i in infos:
         row = [i.dataset, str(i.seq), i.created_at.strftime("%Y-%m-%d %H:%M:%S"), i.method,
-               str(i.n_released_rows), str(i.n_classes), _models(i), i.output_path]
+               i.release_kind, str(i.n_released_rows), str(i.n_classes), _models(i),
+               i.output_path]
         table.append(row + ([i.file_status()] if verify else []))
     widths = [max(len(r[c]) for r in table) for c in range(len(header))]
     for r in table:
@@ -185,38 +194,57 @@ def list_cmd(dataset: str | None, verify: bool, as_json: bool, history: str,
 def show_cmd(dataset: str, seq: int, n_classes: int, as_json: bool, history: str,
              secret_file: Path | None) -> None:
     """Show release SEQ of DATASET: how it was made and what an adversary sees in it."""
+    from anonkit.releases.attacks import EXACT_ONLY, exact_only_models, requirements_of
+
     with _open(history, secret_file) as store:
         info = store.release(dataset, seq)
         view = store.load(info)
+        auxiliary = store.auxiliary_names(info)
+        has_state = store.method_state(info) is not None
     status = info.file_status()
     sizes = view.sizes
+    counterfeits = int(view.counterfeits.sum())
     if as_json:
         out = info.to_dict() | {
-            "file_status": status,
+            "file_status": status, "counterfeits": counterfeits, "auxiliary": auxiliary,
+            "method_state": has_state,
             "class_sizes": {"min": int(sizes.min()), "median": float(_median(sizes)),
                             "max": int(sizes.max())} if len(sizes) else {},
-            "classes": view.labels.head(n_classes).assign(size=sizes[:n_classes])
+            "classes": view.labels.head(n_classes).assign(
+                size=sizes[:n_classes], counterfeits=view.counterfeits[:n_classes])
             .to_dict(orient="records")}
         click.echo(json.dumps(out, indent=1, default=str))
         return
     lines = [
         f"release {info.seq} of {info.dataset!r}",
         f"  published     {info.created_at.isoformat()} (anonkit {info.anonkit_version})",
-        f"  method        {info.method}",
+        f"  method        {info.method}" + (" (seeded: its randomness came from a given "
+                                                "seed)" if info.seeded else ""),
+        f"  kind          {info.release_kind}" + (
+            f" (groups in {info.group_column!r})" if info.group_column else ""),
+        f"  threat model  {info.threat_model}",
         f"  parameters    {json.dumps(info.parameters, default=str)}",
         f"  key column    {info.key_column} (stored as HMAC-SHA256 pseudonyms)",
         f"  QIs           {', '.join(info.quasi_identifiers)}",
         f"  sensitive     {', '.join(info.sensitive) or '-'}",
-        f"  rows          {info.n_input_rows} in, {info.n_released_rows} released",
+        f"  rows          {info.n_input_rows} in, {info.n_released_rows} released" + (
+            f" ({counterfeits} counterfeit)" if counterfeits else ""),
         f"  classes       {info.n_classes}" + (
             f" (size min {int(sizes.min())}, median {_median(sizes):g}, max "
             f"{int(sizes.max())})" if len(sizes) else ""),
         f"  file          {info.output_path} ({status})",
         f"  sha256        {info.content_hash}",
-        "  verdicts",
     ]
+    if auxiliary or has_state:
+        lines.append(f"  kept beside   {', '.join(auxiliary) or '-'}"
+                     + ("; the method's state" if has_state else ""))
+    lines.append("  verdicts")
     lines += [f"    {'PASS' if v['passed'] else 'FAIL'} {v['model']} {v['parameters']}: "
               f"measured {v['measured']}" for v in info.verdicts]
+    lines.append("  across releases")
+    lines += [f"    {r.model}{f' on {r.attribute!r}' if r.attribute else ''}: {r.describe()}"
+              for r in requirements_of(info)]
+    lines += [f"    {model}: {EXACT_ONLY}" for model in exact_only_models(info)]
     if n_classes > 0 and len(sizes):
         lines.append(f"  first {min(n_classes, len(sizes))} classes (size, labels)")
         for c in range(min(n_classes, len(sizes))):

@@ -28,7 +28,7 @@ see; ours leaves a recorded release whose file is not yet visible, which is only
 conservative (the audit counts a release an adversary may not even have).
 
 Methods come from a registry so sequential engines can plug in: ``register_method(name, fn)``
-with ``fn(df, request, context) -> AnonymizationResult``. The context carries the history
+with ``fn(df, request, context) -> Release``. The context carries the history
 store, the previous release and every input row's pseudonym, so an engine can honour the
 previous release (m-invariance keeps signatures, incremental (k,e) checks Lemma 1).
 """
@@ -41,7 +41,7 @@ import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -50,6 +50,7 @@ import pandas as pd
 
 from anonkit.errors import HistoryError, InputError
 from anonkit.hierarchy.base import Hierarchy
+from anonkit.release import Release, auxiliary_path, require_input_rows
 from anonkit.releases.secret import PSEUDONYM_BYTES, canonical_keys
 from anonkit.releases.store import (
     HistoryStore,
@@ -60,8 +61,8 @@ from anonkit.releases.store import (
     sha256_file,
     summarize_classes,
 )
-from anonkit.result import AnonymizationResult
 from anonkit.table import Kind, Schema
+from anonkit.verify import refuse_identifiers, verify_release
 
 _TMP_PREFIX = ".anonkit-tmp-"
 _MAX_ROWS_NAMED = 10
@@ -111,58 +112,44 @@ class PublishContext:
 
 class MethodFn(Protocol):
     def __call__(self, df: pd.DataFrame, request: PublishRequest,
-                 context: PublishContext) -> AnonymizationResult: ...
-
-
-_METHODS: dict[str, MethodFn] = {}
+                 context: PublishContext) -> Release: ...
 
 
 def register_method(name: str, fn: MethodFn, *, replace: bool = False) -> None:
-    """Make ``fn`` available as ``anonkit release publish --method NAME``.
+    """Make ``fn`` available as ``anonkit release publish --method NAME`` (a method with
+    untyped Python options, e.g. a test method; built-in methods declare typed options in
+    :mod:`anonkit.methods`).
 
-    ``fn(df, request, context)`` must return an :class:`AnonymizationResult` whose rows are
-    the input's rows in order (row ``i`` of ``data`` and ``class_ids`` is input row ``i``).
+    ``fn(df, request, context)`` returns a :class:`Release`; the publishing boundary
+    verifies it (:func:`anonkit.verify.verify_release`) before anything is written.
     """
-    if name in _METHODS and not replace:
+    from anonkit import methods
+
+    if name in methods.names() and not replace:
         raise ValueError(f"a release method named {name!r} is already registered")
-    _METHODS[name] = fn
+    methods.register(methods.Method(name, "a method registered from Python", "generalized",
+                                    sequential=True, threat_model="one-shot", publish=fn,
+                                    typed=False), replace=True)
 
 
 def registered_methods() -> list[str]:
-    return sorted(_METHODS)
+    from anonkit import methods
+
+    return methods.names()
 
 
 def method_for(name: str) -> MethodFn:
+    """The publishing function of method ``name``."""
+    from anonkit import methods
+
     try:
-        return _METHODS[name]
-    except KeyError:
+        method = methods.get(name)
+    except InputError:
         raise InputError(f"unknown release method {name!r}; registered methods: "
                          f"{', '.join(registered_methods())}") from None
-
-
-_MONDRIAN_OPTIONS = ("strategy", "generalization", "remove_cut_dimension",
-                     "single_dimensional", "allow_missing", "seed")
-
-
-def _mondrian(df: pd.DataFrame, request: PublishRequest,
-              context: PublishContext) -> AnonymizationResult:
-    """One-shot Mondrian on this version of the table, ignoring earlier releases: the naive
-    re-publication the audit exists to catch."""
-    from anonkit.algorithms.mondrian import Mondrian
-
-    options = dict(request.options)
-    k = options.pop("k", None)
-    models = options.pop("models", ())
-    unknown = sorted(set(options) - set(_MONDRIAN_OPTIONS))
-    if unknown:
-        raise InputError(f"mondrian has no option {', '.join(map(repr, unknown))}; its options "
-                         f"are k, models, {', '.join(_MONDRIAN_OPTIONS)}")
-    engine = Mondrian(k=None if k is None else int(k),  # type: ignore[call-overload]
-                      models=list(models), **options)  # type: ignore[arg-type]
-    return engine.anonymize(df, schema=context.schema)
-
-
-register_method("mondrian", _mondrian)
+    if method.publish is None:
+        raise InputError(f"method {name!r} cannot publish with a history")
+    return method.publish
 
 
 # -- publishing ----------------------------------------------------------------------------
@@ -170,7 +157,7 @@ register_method("mondrian", _mondrian)
 
 def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
             output: str | os.PathLike[str], fmt: str | None = None, *,
-            allow_breach: bool = False,
+            allow_breach: bool = False, accept_heuristic: bool = False,
             timings: dict[str, float] | None = None) -> ReleaseInfo:
     """Anonymize ``df`` with ``request.method`` and publish it to ``output`` as the next
     release of ``request.dataset``, atomically with its history row (see the module).
@@ -189,9 +176,13 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
     ``pseudonyms``, ``method``, ``summarize``, ``write`` (the file), ``hash`` (of the file),
     ``record`` (the history transaction), ``rename``.
     """
+    from anonkit import methods
+
     clock = _Clock(timings)
     output = Path(output).absolute()
     method = method_for(request.method)
+    request = replace(request, options=methods.get(request.method).parse_options(
+        request.options, "python"))
     _check_dataset_name(request.dataset)
     check_key_column(df, request.key)
     previous = store.latest(request.dataset)
@@ -209,12 +200,14 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
     seq = previous.seq + 1 if previous is not None else 1
     context = PublishContext(store, request.dataset, seq, schema, pseudonyms, previous)
     result = method(df, request, context)
-    result.require_passed()
     clock.lap("method")
-    if len(result.data) != len(df) or len(result.class_ids) != len(df):
-        raise HistoryError(f"method {request.method!r} returned {len(result.data)} rows for "
-                           f"{len(df)} input rows; the history maps every input row to its "
-                           f"class, so the release cannot be recorded")
+    # the boundary: regroup from the released values, evaluate the models, refuse
+    # identifiers and the key, whatever the method did
+    verify_release(result)
+    result.require_passed(accept_heuristic)
+    refuse_identifiers(result, result.data.columns, forbidden=[request.key])
+    require_input_rows(result, len(df))
+    clock.lap("verify")
     release = prepare_release(result, request, seq, pseudonyms, len(df))
     clock.lap("summarize")
     if not allow_breach and previous is not None:
@@ -223,9 +216,11 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
 
     _remove_orphans(output, store)
     tmp = output.with_name(f"{_TMP_PREFIX}{os.getpid()}-{secrets.token_hex(4)}-{output.name}")
+    aux_tmp = {name: tmp.with_name(f"{tmp.name}.{name}") for name in result.auxiliary}
     committed = False
     try:
-        result.write(tmp, fmt=fmt)
+        result.write(tmp, fmt=fmt, accept_heuristic=accept_heuristic,
+                     forbidden=[request.key], auxiliary_paths=aux_tmp)
         clock.lap("write")
         release.content_hash = sha256_file(tmp)
         release.file_size = tmp.stat().st_size
@@ -242,27 +237,40 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
         except FileNotFoundError:  # a concurrent recover() renamed it for us
             if sha256_file(output) != release.content_hash:
                 raise
+        # the auxiliary tables follow (the history holds them too, should this fail)
+        for name, aux in aux_tmp.items():
+            os.replace(aux, auxiliary_path(output, name))
         fsync_directory(output.parent)
         store.clear_pending(info.id)
         clock.lap("rename")
     finally:
         if not committed:
-            with suppress(OSError):
-                tmp.unlink()
+            for leftover in (tmp, *aux_tmp.values()):
+                with suppress(OSError):
+                    leftover.unlink()
     return store.release(request.dataset, seq)
 
 
-def prepare_release(result: AnonymizationResult, request: PublishRequest, seq: int,
+def prepare_release(result: Release, request: PublishRequest, seq: int,
                     pseudonyms: Sequence[bytes], n_input_rows: int) -> PreparedRelease:
-    """The history rows of a release: classes as an adversary sees them, and the records
-    (pseudonym -> class) sorted by pseudonym, the order the primary key index wants."""
+    """The history rows of a release: classes as an adversary sees them (counterfeit rows
+    counted in their class), and the records -- the input rows behind released rows, as
+    pseudonym -> class, sorted by pseudonym, the order the primary key index wants. A
+    counterfeit or synthetic row has no record."""
     schema = result.schema
     class_rows, class_values = summarize_classes(result.data, result.class_ids,
                                                  result.classes, schema.quasi_identifiers,
                                                  schema.sensitive)
-    order = np.argsort(np.array(pseudonyms, dtype=f"S{PSEUDONYM_BYTES}"), kind="stable")
-    keys = np.empty(len(pseudonyms), dtype=object)
-    keys[:] = pseudonyms
+    positions, rows = result.input_rows()
+    all_keys = np.array(pseudonyms, dtype=f"S{PSEUDONYM_BYTES}")
+    order = np.argsort(all_keys[rows], kind="stable")
+    every_key = np.empty(len(pseudonyms), dtype=object)
+    every_key[:] = pseudonyms
+    keys = every_key[rows[order]]
+    record_classes = np.asarray(result.class_ids, dtype=np.int64)[positions][order]
+    requirements = [r.to_dict() for m in result.models
+                    for r in m.cross_release_requirements()]
+    counterfeits = result.counterfeits_per_class()
     return PreparedRelease(
         dataset=request.dataset, seq=seq, method=result.method,
         parameters=dict(result.parameters), key_column=request.key,
@@ -271,8 +279,11 @@ def prepare_release(result: AnonymizationResult, request: PublishRequest, seq: i
         models=[{"model": v.model, "parameters": dict(v.parameters)} for v in result.verdicts],
         verdicts=[v.to_dict() for v in result.verdicts], n_input_rows=n_input_rows,
         n_released_rows=len(result.data), class_rows=class_rows, class_values=class_values,
-        record_hashes=keys[order].tolist(),
-        record_classes=np.asarray(result.class_ids, dtype=np.int64)[order].tolist())
+        record_hashes=keys.tolist(), record_classes=record_classes.tolist(),
+        release_kind=result.kind.value, threat_model=result.threat_model.value,
+        requirements=requirements, seeded=result.seeded, group_column=result.group_column,
+        counterfeits=counterfeits.tolist() if counterfeits.any() else None,
+        method_state=result.method_state, auxiliary=dict(result.auxiliary))
 
 
 def _refuse_breach(store: HistoryStore, release: PreparedRelease) -> None:

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from anonkit.releases.attacks import ADVERSARIES, PINNED, AuditReport, ScopeResult
+from anonkit.models.base import exact_number
+from anonkit.releases.attacks import ADVERSARIES, EXACT_ONLY, PINNED, AuditReport, ScopeResult
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
@@ -39,8 +40,11 @@ def render_html(report: AuditReport) -> str:
              "<h2>Adversaries</h2><ul>"]
     parts += [f"<li><b>{e(name)}</b>: {e(text)}</li>" for name, text in ADVERSARIES.items()]
     parts.append("</ul><h2>Requirements</h2><ul>")
-    parts += [f"<li>{e(r.model)}: {e(r.describe())}</li>" for r in report.requirements]
-    parts.append(f"<li>{PINNED}: more than one candidate sensitive value (always)</li></ul>")
+    parts += [f"<li>{e(r.model)}{e(f' on {r.attribute!r}') if r.attribute else ''}: "
+              f"{e(r.describe())}</li>" for r in report.requirements]
+    parts.append(f"<li>{PINNED}: more than one candidate sensitive value (always)</li>")
+    parts += [f"<li>{e(model)}: {EXACT_ONLY}</li>" for model in report.exact_only]
+    parts.append("</ul>")
     if report.pairs:
         parts.append("<h2>Breaches per release pair</h2>")
         parts.append(_img(_pairs_plot(report)))
@@ -100,7 +104,7 @@ def _findings_section(scope: ScopeResult) -> str:
                "<th class='l'>worst cases</th></tr>")
     for f in scope.findings:
         requirement = ("one value left" if f.model == PINNED else
-                       f"{f.measure} &gt;= {f.threshold:g}")
+                       f"{e(f.measure)} &gt;= {exact_number(f.threshold)}")
         worst = "<br>".join(e(_case_text(case)) for case in f.worst[:3])
         out.append(f"<tr><td class='l'>{e(f.adversary)}</td><td class='l'>{e(f.model)}</td>"
                    f"<td class='l'>{e(f.attribute or '-')}</td><td class='l'>{requirement}</td>"
@@ -128,8 +132,8 @@ def _case_text(case: dict[str, object]) -> str:
         if key.startswith("values"):
             shown = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
             parts.append(f"{key[len('values'):].strip('[]') or 'values'} left: {shown}")
-        elif key == "range":
-            parts.append(f"range left: {value}")
+        elif key.startswith("range"):
+            parts.append(f"{key[len('range'):].strip('[]') or 'values'} range left: {value}")
     return "; ".join(parts)
 
 

@@ -10,8 +10,13 @@ The secret therefore never enters the database. It lives
 - in a file beside an SQLite history (``anonkit.db`` -> ``anonkit.db.secret``), created with
   mode 0600 together with the history; or
 - in the environment variable ``ANONKIT_HISTORY_SECRET`` (its text is the secret), or in a
-  file named explicitly (``secret_file=`` / ``--secret-file``): required for PostgreSQL
-  histories, which have no "beside".
+  file named explicitly (``secret_file=`` / ``--secret-file`` /
+  ``$ANONKIT_HISTORY_SECRET_FILE``): required for PostgreSQL histories, which have no
+  "beside".
+
+The default is convenient, but a backup or copy of the history's folder then carries the
+secret with the pseudonyms it protects; opening such a history warns once per process
+(:class:`SecretBesideHistoryWarning`) to keep the secret elsewhere in production.
 
 The database holds only ``HMAC(secret, CHECK_MESSAGE)``, so opening a history with the wrong
 secret is refused at once instead of silently producing pseudonyms that match nothing.
@@ -43,6 +48,7 @@ import pandas as pd
 from anonkit.errors import HistoryError
 
 SECRET_ENV = "ANONKIT_HISTORY_SECRET"
+SECRET_FILE_ENV = "ANONKIT_HISTORY_SECRET_FILE"
 SECRET_SUFFIX = ".secret"
 CHECK_MESSAGE = b"anonkit history secret check v1"
 _RECORD_DOMAIN = b"anonkit record key\x00"
@@ -56,6 +62,7 @@ class Secret:
 
     value: bytes
     source: str
+    path: Path | None = None  # the file it was read from, if any
 
     def __post_init__(self) -> None:
         if len(self.value) < _MIN_SECRET_CHARS:
@@ -136,8 +143,8 @@ def secret_path_beside(database: Path) -> Path:
     return database.with_name(database.name + SECRET_SUFFIX)
 
 
-def from_text(text: str, source: str) -> Secret:
-    return Secret(text.strip().encode("utf-8"), source)
+def from_text(text: str, source: str, path: Path | None = None) -> Secret:
+    return Secret(text.strip().encode("utf-8"), source, path)
 
 
 def read_secret_file(path: Path) -> Secret:
@@ -152,7 +159,7 @@ def read_secret_file(path: Path) -> Secret:
     if os.name == "posix" and mode & (stat.S_IRWXG | stat.S_IRWXO):
         warnings.warn(f"the history secret {path} is readable by other users; "
                       f"restrict it: chmod 600 {path}", stacklevel=2)
-    return from_text(text, f"file {path}")
+    return from_text(text, f"file {path}", path)
 
 
 def create_secret_file(path: Path) -> Secret:
@@ -173,7 +180,30 @@ def create_secret_file(path: Path) -> Secret:
             return read_secret_file(path)
     finally:
         tmp.unlink(missing_ok=True)
-    return from_text(text, f"file {path}")
+    return from_text(text, f"file {path}", path)
+
+
+class SecretBesideHistoryWarning(UserWarning):
+    """The history's secret lies in the folder of the SQLite history it protects."""
+
+
+_warned_beside = False
+
+
+def warn_if_beside(secret: Secret, database: Path) -> None:
+    """Warn, once per process, when ``secret`` was read from a file in the folder of the
+    SQLite history ``database``: whoever copies that folder gets both."""
+    global _warned_beside
+    if _warned_beside or secret.path is None:
+        return
+    if secret.path.absolute().parent.resolve() != database.absolute().parent.resolve():
+        return
+    _warned_beside = True
+    warnings.warn(
+        f"the history secret {secret.path} lies in the folder of the history {database}: a "
+        f"backup of that folder carries both. In production keep the secret elsewhere "
+        f"(--secret-file FILE, ${SECRET_FILE_ENV} or ${SECRET_ENV})",
+        SecretBesideHistoryWarning, stacklevel=3)
 
 
 def resolve_secret(*, explicit: bytes | str | None, secret_file: Path | None,

@@ -15,11 +15,23 @@ One history (an SQLite file by default, or a PostgreSQL database) holds any numb
   recording and of auditing);
 - ``anonkit_records``: per input record its pseudonym ``HMAC(secret, key)`` (see
   :mod:`anonkit.releases.secret`) and the class it went to -- what lets the next release
-  honour this one, and the audit follow a record across releases, without raw keys.
+  honour this one, and the audit follow a record across releases, without raw keys;
+- ``anonkit_method_state``: an opaque blob a sequential method keeps for its next release;
+- ``anonkit_auxiliary``: tables published beside a release (counterfeit counts per class,
+  the (k,e) group table), one Parquet blob per name.
 
-``anonkit_schema`` holds the format version. Opening a database whose version is unknown, or
-that is not an anonkit history at all, is a :class:`HistoryError`; nothing is ever created
-in, migrated in or rewritten in a database this module did not create.
+A release is of one *kind*: ``generalized`` (one generalized row per input row, classes are
+rows with equal released QIs, possibly with counterfeit rows added: they count in a class's
+size, and in its ``counterfeits``), ``permuted`` (exact QIs, sensitive values permuted within
+explicit groups: a group is a class) or ``synthetic`` (tuples with no input row behind them:
+no record map). It records its *threat model* (what its method claims against repeated
+releases), the *cross-release requirements* of its privacy models (what the audit checks),
+and whether a user-given seed drove its randomness (never the seed).
+
+``anonkit_schema`` holds the format version. A history of an older version is upgraded when
+opened (:mod:`anonkit.releases.migrations`); a newer version, or a database that is not an
+anonkit history at all, is a :class:`HistoryError`, and nothing is ever created in or
+rewritten in a database this module did not create.
 
 Everything is SQLAlchemy Core. The two bulk inserts (classes and records, up to a million
 rows for a million-row release) bypass per-row Core processing: rows are plain tuples, sorted by
@@ -36,7 +48,7 @@ import os
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -47,14 +59,17 @@ from sqlalchemy import event
 from sqlalchemy.engine import URL, Connection, Engine, make_url
 
 from anonkit.errors import ConcurrentPublishError, HistoryError
+from anonkit.models.base import CrossReleaseRequirement
 from anonkit.releases.secret import (
     Secret,
     create_secret_file,
     resolve_secret,
     secret_path_beside,
+    warn_if_beside,
 )
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+RELEASE_KINDS = ("generalized", "permuted", "synthetic")
 APPLICATION = "anonkit-history"
 HISTORY_ENV = "ANONKIT_HISTORY"
 DEFAULT_HISTORY = "anonkit.db"
@@ -96,6 +111,16 @@ releases_table = sa.Table(
     # set while the file is still at its temporary name (see anonkit.releases.publish)
     sa.Column("pending_path", sa.Text, nullable=True),
     sa.Column("anonkit_version", sa.String(32), nullable=False),
+    # since version 2; the server defaults are what a migrated version-1 release gets
+    sa.Column("release_kind", sa.String(20), nullable=False,
+              server_default=sa.text("'generalized'")),
+    sa.Column("threat_model", sa.String(100), nullable=False,
+              server_default=sa.text("'one-shot'")),
+    sa.Column("requirements", sa.JSON, nullable=False,  # [CrossReleaseRequirement.to_dict()]
+              server_default=sa.text("'[]'")),
+    # a user-given seed drove the privacy randomness (the seed itself is never recorded)
+    sa.Column("seeded", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("group_column", sa.String(200), nullable=True),  # a permuted release's groups
     # one release per (dataset, seq): the second of two concurrent publishers fails here
     sa.UniqueConstraint("dataset", "seq", name="anonkit_releases_dataset_seq"),
 )
@@ -108,6 +133,8 @@ classes_table = sa.Table(
     sa.Column("size", sa.Integer, nullable=False),
     # JSON text: the released label of each quasi-identifier, in the release's QI order
     sa.Column("qi_labels", sa.Text, nullable=False),
+    # counterfeit rows of the class (counted in size); since version 2
+    sa.Column("counterfeits", sa.Integer, nullable=False, server_default=sa.text("0")),
     sqlite_with_rowid=False,
 )
 
@@ -132,6 +159,25 @@ records_table = sa.Table(
     sa.Column("class_id", sa.Integer, nullable=False),
     sqlite_with_rowid=False,
 )
+
+method_state_table = sa.Table(
+    "anonkit_method_state", metadata,
+    sa.Column("release_id", sa.Integer,
+              sa.ForeignKey("anonkit_releases.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("state", sa.LargeBinary, nullable=False),
+)
+
+auxiliary_table = sa.Table(
+    "anonkit_auxiliary", metadata,
+    sa.Column("release_id", sa.Integer,
+              sa.ForeignKey("anonkit_releases.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("name", sa.String(200), primary_key=True),
+    sa.Column("n_rows", sa.Integer, nullable=False),
+    sa.Column("content", sa.LargeBinary, nullable=False),  # Parquet
+)
+
+#: the tables a version-2 history adds to a version-1 one
+V2_TABLES = (method_state_table, auxiliary_table)
 
 
 # -- what a release is ------------------------------------------------------------------
@@ -161,6 +207,11 @@ class ReleaseInfo:
     output_path: str
     pending_path: str | None
     anonkit_version: str
+    release_kind: str = "generalized"
+    threat_model: str = "one-shot"
+    requirements: list[dict[str, object]] = field(default_factory=list)
+    seeded: bool = False
+    group_column: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -208,10 +259,24 @@ class PreparedRelease:
     file_size: int = 0
     output_path: str = ""
     pending_path: str | None = None
+    release_kind: str = "generalized"
+    threat_model: str = "one-shot"
+    requirements: list[CrossReleaseRequirement] = field(default_factory=list)
+    seeded: bool = False
+    group_column: str | None = None
+    counterfeits: list[int] | None = None  # per class, aligned with class_rows
+    method_state: bytes | None = None
+    auxiliary: dict[str, pd.DataFrame] = field(default_factory=dict)
 
     @property
     def n_classes(self) -> int:
         return len(self.class_rows)
+
+    def counterfeit_array(self) -> np.ndarray:
+        """Counterfeit rows per class (zeros when the release has none)."""
+        if self.counterfeits is None:
+            return np.zeros(self.n_classes, dtype=np.int64)
+        return np.asarray(self.counterfeits, dtype=np.int64)
 
     def view(self) -> ReleaseView:
         """The release as the audit sees it, before it is recorded (to check a candidate
@@ -226,7 +291,8 @@ class PreparedRelease:
         return ReleaseView(info, np.array([row[1] for row in self.class_rows], dtype=np.int64),
                            pd.DataFrame(index=pd.RangeIndex(self.n_classes)),
                            {cv.attribute: cv for cv in self.class_values}, keys,
-                           np.asarray(self.record_classes, dtype=np.int64))
+                           np.asarray(self.record_classes, dtype=np.int64),
+                           self.counterfeit_array())
 
 
 @dataclass(frozen=True)
@@ -273,10 +339,21 @@ class ReleaseView:
     values: dict[str, ClassValues]
     record_keys: np.ndarray  # (n_records,) object: 16-byte pseudonyms
     record_classes: np.ndarray  # (n_records,) int64
+    #: (n_classes,) int64: counterfeit rows per class, counted in ``sizes``
+    counterfeits: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    def __post_init__(self) -> None:
+        if len(self.counterfeits) == 0 and len(self.sizes):
+            self.counterfeits = np.zeros(len(self.sizes), dtype=np.int64)
 
     @property
     def n_classes(self) -> int:
         return len(self.sizes)
+
+    @property
+    def real_sizes(self) -> np.ndarray:
+        """People per class: its rows less its counterfeits."""
+        return self.sizes - self.counterfeits
 
 
 # -- where a history is ------------------------------------------------------------------
@@ -365,7 +442,10 @@ class HistoryStore:
         """Open the history at ``history`` (path or URL; default ``$ANONKIT_HISTORY`` or
         ``anonkit.db``). With ``create``, a missing history is created (with a new secret
         beside an SQLite file); without, it is an error. See :mod:`anonkit.releases.secret`
-        for where the secret comes from."""
+        for where the secret comes from. A history of an older format is upgraded
+        (:mod:`anonkit.releases.migrations`; :class:`HistoryUpgradedWarning` says where the
+        old one was copied), and a secret kept in the folder of an SQLite history is
+        warned of once per process."""
         location = HistoryLocation.parse(history)
         path = location.sqlite_path
         if path is not None and not path.exists():
@@ -413,9 +493,17 @@ class HistoryStore:
                         f"wrong secret for the history {location} (from {given.source}): it "
                         f"is not the secret the history was created with. Use that secret; "
                         f"nothing was changed")
+                if version < SCHEMA_VERSION:
+                    from anonkit.releases.migrations import upgrade
+
+                    note = upgrade(engine, location)
+                    if note is not None:
+                        warnings.warn(note, HistoryUpgradedWarning, stacklevel=2)
         except BaseException:
             engine.dispose()
             raise
+        if path is not None:
+            warn_if_beside(given, path)
         store = cls(engine, location, given)
         store.recover()
         return store
@@ -470,7 +558,8 @@ class HistoryStore:
         """The release's classes, multisets and pseudonym -> class map, as arrays."""
         with self.engine.connect() as conn:
             class_rows = _fetch_raw(conn, sa.select(classes_table.c.size,
-                                                    classes_table.c.qi_labels)
+                                                    classes_table.c.qi_labels,
+                                                    classes_table.c.counterfeits)
                                     .where(classes_table.c.release_id == release.id)
                                     .order_by(classes_table.c.class_id))
             value_rows = conn.execute(
@@ -480,7 +569,8 @@ class HistoryStore:
             record_rows = _fetch_raw(conn, sa.select(records_table.c.key_hash,
                                                      records_table.c.class_id)
                                      .where(records_table.c.release_id == release.id))
-        sizes, label_texts = zip(*class_rows, strict=True) if class_rows else ((), ())
+        sizes, label_texts, counterfeits = (zip(*class_rows, strict=True) if class_rows
+                                            else ((), (), ()))
         values = {attr: ClassValues.from_parquet(attr, bytes(blob), bool(numeric))
                   for attr, numeric, blob in value_rows}
         if labels:  # one JSON parse for all classes, not one per class
@@ -493,7 +583,38 @@ class HistoryStore:
         keys[:] = hashes
         return ReleaseView(release, np.array(sizes, dtype=np.int64), label_frame,
                            {a: values[a] for a in release.sensitive}, keys,
-                           np.array(classes, dtype=np.int64))
+                           np.array(classes, dtype=np.int64),
+                           np.array(counterfeits, dtype=np.int64))
+
+    def method_state(self, release: ReleaseInfo) -> bytes | None:
+        """The opaque state the release's method kept for its next release (None: none)."""
+        with self.engine.connect() as conn:
+            blob = conn.execute(sa.select(method_state_table.c.state).where(
+                method_state_table.c.release_id == release.id)).scalar()
+        return None if blob is None else bytes(blob)
+
+    def auxiliary_names(self, release: ReleaseInfo) -> list[str]:
+        """The names of the tables published beside the release, sorted."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(auxiliary_table.c.name)
+                                .where(auxiliary_table.c.release_id == release.id)
+                                .order_by(auxiliary_table.c.name))
+            return [r[0] for r in rows]
+
+    def auxiliary(self, release: ReleaseInfo, name: str) -> pd.DataFrame:
+        """The table ``name`` published beside the release."""
+        import pyarrow.parquet as pq
+
+        with self.engine.connect() as conn:
+            blob = conn.execute(sa.select(auxiliary_table.c.content).where(
+                auxiliary_table.c.release_id == release.id,
+                auxiliary_table.c.name == name)).scalar()
+        if blob is None:
+            known = self.auxiliary_names(release)
+            raise HistoryError(f"release {release.seq} of {release.dataset!r} has no auxiliary "
+                               f"table {name!r}; it has: "
+                               f"{', '.join(map(repr, known)) if known else 'none'}")
+        return pq.read_table(io.BytesIO(bytes(blob))).to_pandas()
 
     def pseudonyms(self, dataset: str, keys: pd.Series) -> list[bytes]:
         """The pseudonyms this history gives the record keys ``keys`` in ``dataset``."""
@@ -534,8 +655,22 @@ class HistoryStore:
                 release_id = conn.execute(
                     releases_table.insert().values(_release_values(release))
                     .returning(releases_table.c.id)).scalar_one()
-                self._bulk_insert(conn, classes_table,
-                                  ((release_id, *row) for row in release.class_rows))
+                if release.counterfeits is None:  # the column's default: none
+                    self._bulk_insert(conn, classes_table,
+                                      ((release_id, *row) for row in release.class_rows),
+                                      columns=_CLASS_COLUMNS)
+                else:
+                    self._bulk_insert(conn, classes_table, (
+                        (release_id, *row, fake) for row, fake in
+                        zip(release.class_rows, _counterfeits(release), strict=True)))
+                if release.method_state is not None:
+                    conn.execute(method_state_table.insert().values(
+                        release_id=release_id, state=bytes(release.method_state)))
+                if release.auxiliary:
+                    conn.execute(auxiliary_table.insert(), [
+                        {"release_id": release_id, "name": name, "n_rows": len(table),
+                         "content": _parquet(table)}
+                        for name, table in _auxiliary(release).items()])
                 if release.class_values:
                     conn.execute(class_values_table.insert(), [
                         {"release_id": release_id, "attribute": cv.attribute,
@@ -561,11 +696,13 @@ class HistoryStore:
         return self.release(release.dataset, release.seq)
 
     def _bulk_insert(self, conn: Connection, table: sa.Table,
-                     rows: Iterator[tuple[object, ...]]) -> None:
+                     rows: Iterator[tuple[object, ...]],
+                     columns: Sequence[str] | None = None) -> None:
         """Stream plain tuples to the driver inside the current transaction: ``COPY`` on
         PostgreSQL, ``executemany`` of the Core-compiled INSERT on SQLite (fed by the
-        iterator: no list of a million tuples, no per-row Core processing)."""
-        columns = [c.name for c in table.columns]
+        iterator: no list of a million tuples, no per-row Core processing). ``columns``:
+        the table's columns the tuples hold, in table order (default: all)."""
+        columns = [c.name for c in table.columns] if columns is None else list(columns)
         raw = conn.connection.driver_connection
         try:
             if conn.dialect.name == "postgresql":
@@ -574,7 +711,7 @@ class HistoryStore:
                     for row in rows:
                         copy.write_row(row)
                 return
-            sql = str(table.insert().compile(dialect=conn.dialect))
+            sql = str(table.insert().compile(dialect=conn.dialect, column_keys=columns))
             cursor = raw.cursor()  # type: ignore[union-attr]
             try:
                 cursor.executemany(sql, rows)
@@ -695,10 +832,15 @@ def _check_version(version: int, location: HistoryLocation) -> None:
         raise HistoryError(f"the history {location} has format version {version}, written by "
                            f"a newer anonkit; this anonkit reads version {SCHEMA_VERSION}. "
                            f"Upgrade anonkit; the history was not changed")
-    if version < SCHEMA_VERSION:
+    if version < 1:
         raise HistoryError(f"the history {location} has format version {version}, which this "
                            f"anonkit (version {SCHEMA_VERSION}) cannot migrate; the history was "
                            f"not changed")
+
+
+class HistoryUpgradedWarning(UserWarning):
+    """Opening the history upgraded it to this anonkit's format (the message says where
+    the copy of the old history is)."""
 
 
 def _create_schema(engine: Engine, location: HistoryLocation, secret: Secret) -> None:
@@ -753,7 +895,71 @@ def _release_values(release: PreparedRelease) -> dict[str, object]:
         "n_classes": release.n_classes, "content_hash": release.content_hash,
         "file_size": release.file_size, "output_path": release.output_path,
         "pending_path": release.pending_path, "anonkit_version": __version__,
+        "release_kind": _kind(release.release_kind), "threat_model": str(release.threat_model),
+        "requirements": _requirement_dicts(release.requirements),
+        "seeded": bool(release.seeded), "group_column": release.group_column,
     }
+
+
+_CLASS_COLUMNS = ("release_id", "class_id", "size", "qi_labels")
+
+
+def _kind(kind: object) -> str:
+    text = str(kind)
+    if text not in RELEASE_KINDS:
+        raise HistoryError(f"unknown release kind {text!r}; one of {', '.join(RELEASE_KINDS)}")
+    return text
+
+
+def _requirement_dicts(requirements: Sequence[object]) -> list[dict[str, object]]:
+    """Requirements as stored: ``CrossReleaseRequirement.to_dict()`` (mappings are read
+    through ``from_dict``, so a malformed one fails here, not in a later audit)."""
+    out = []
+    for r in requirements:
+        if not isinstance(r, CrossReleaseRequirement):
+            if not isinstance(r, dict):
+                raise HistoryError(f"a cross-release requirement must be a "
+                                   f"CrossReleaseRequirement, got {r!r}")
+            try:
+                r = CrossReleaseRequirement.from_dict(r)
+            except (KeyError, TypeError, ValueError) as exc:
+                raise HistoryError(f"malformed cross-release requirement {r!r}: {exc}") from None
+        out.append(_jsonable(r.to_dict()))
+    return out  # type: ignore[return-value]
+
+
+def _counterfeits(release: PreparedRelease) -> list[int]:
+    fake = release.counterfeit_array()
+    sizes = np.fromiter((row[1] for row in release.class_rows), dtype=np.int64,
+                        count=release.n_classes)
+    if len(fake) != len(sizes):
+        raise HistoryError(f"the release has {len(sizes)} classes but {len(fake)} counterfeit "
+                           f"counts; give one count per class")
+    if len(fake) and ((fake < 0) | (fake > sizes)).any():
+        bad = int(np.flatnonzero((fake < 0) | (fake > sizes))[0])
+        raise HistoryError(f"class {bad} has {int(fake[bad])} counterfeit rows but "
+                           f"{int(sizes[bad])} rows; a class's counterfeits are among its rows")
+    return fake.tolist()
+
+
+def _auxiliary(release: PreparedRelease) -> dict[str, pd.DataFrame]:
+    for name, table in release.auxiliary.items():
+        if not isinstance(name, str) or not name.strip() or len(name) > 200:
+            raise HistoryError(f"invalid auxiliary table name {name!r}: give 1 to 200 "
+                               f"characters")
+        if not isinstance(table, pd.DataFrame):
+            raise HistoryError(f"auxiliary table {name!r} must be a pandas DataFrame, got "
+                               f"{type(table).__name__}")
+    return release.auxiliary
+
+
+def _parquet(table: pd.DataFrame) -> bytes:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sink = io.BytesIO()
+    pq.write_table(pa.Table.from_pandas(table, preserve_index=False), sink, compression="zstd")
+    return sink.getvalue()
 
 
 def _jsonable(value: object) -> object:
@@ -788,7 +994,10 @@ def _info(row: sa.RowMapping) -> ReleaseInfo:
         n_input_rows=row["n_input_rows"], n_released_rows=row["n_released_rows"],
         n_classes=row["n_classes"], content_hash=row["content_hash"],
         file_size=row["file_size"], output_path=row["output_path"],
-        pending_path=row["pending_path"], anonkit_version=row["anonkit_version"])
+        pending_path=row["pending_path"], anonkit_version=row["anonkit_version"],
+        release_kind=row["release_kind"], threat_model=row["threat_model"],
+        requirements=list(row["requirements"] or []), seeded=bool(row["seeded"]),
+        group_column=row["group_column"])
 
 
 def _ranges(numbers: Sequence[int]) -> str:

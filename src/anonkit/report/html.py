@@ -27,7 +27,7 @@ from anonkit.errors import InputError
 from anonkit.io import atomic_write
 from anonkit.metrics import journalist_risk, marketer_risk, prosecutor_risk, sample_uniques
 from anonkit.models.base import Verdict
-from anonkit.result import AnonymizationResult
+from anonkit.release import Release as AnonymizationResult
 
 if TYPE_CHECKING:
     from anonkit.report.plots import Chart
@@ -275,7 +275,9 @@ def render_report(result: AnonymizationResult, original: pd.DataFrame, path: str
         raise InputError(f"the original table has no column {absent[0]!r}; pass the table "
                          f"the release was made from")
     metrics = result.metrics
-    class_ids, n_classes, first_row = group_rows(result.data, qis)
+    # classes as the verifier grouped them: by released QIs, or by the explicit group
+    grouping = [result.group_column] if result.group_column is not None else qis
+    class_ids, n_classes, first_row = group_rows(result.data, grouping)
     sizes = np.bincount(class_ids, minlength=n_classes)
     threshold = float(metrics.get("risk_threshold", DEFAULT_RISK_THRESHOLD))
     population = metrics.get("population_size")
@@ -292,7 +294,11 @@ def render_report(result: AnonymizationResult, original: pd.DataFrame, path: str
                      _verdict_table(result.verdicts, [None] * len(result.verdicts),
                                     worst_values)
                      + '<p class="note">Measured on the released table as an adversary sees '
-                       "it (rows grouped by their released quasi-identifier values).</p>"),
+                       "it (rows grouped by their released quasi-identifier values"
+                     + (f", or by the published group column {e(result.group_column)}"
+                        if result.group_column is not None else "")
+                     + (", counterfeit rows included: nothing tells them apart"
+                        if result.n_counterfeits else "") + ").</p>"),
             _class_size_section(sizes, k, plots) if len(sizes) else "",
             _qi_section(result, original, qis, plots),
             _risk_section(sizes, threshold, plots,
@@ -305,8 +311,15 @@ def render_report(result: AnonymizationResult, original: pd.DataFrame, path: str
            ("qis", "Quasi-identifiers"), ("risk", "Risk"), ("utility", "Utility"),
            ("glossary", "Definitions")]
     elapsed = time.perf_counter() - t0
-    subtitle = (f"Method <b>{e(result.method)}</b> · {_int(len(original))} rows in, "
-                f"{_int(len(result.data))} released · report drawn in {elapsed:.2f} s")
+    subtitle = (f"Method <b>{e(result.method)}</b> · {e(result.kind.value)} release · "
+                f"{_int(len(original))} rows in, {_int(len(result.data))} released · report "
+                f"drawn in {elapsed:.2f} s")
+    if not result.formal_guarantee:
+        subtitle = ("<b>This release has no formal privacy guarantee: its measure is a "
+                    "heuristic, accepted explicitly.</b> " + subtitle)
+    if result.seeded:
+        subtitle += (" · <b>seeded</b>: its randomness came from a given seed, for tests "
+                     "and studies only")
     return _write_page(path, title, subtitle, result.verdicts, nav, sections)
 
 
@@ -356,6 +369,14 @@ def _summary_section(result: AnonymizationResult, original: pd.DataFrame, sizes:
              ("Sensitive", _value(params.pop("sensitive", result.schema.sensitive)))]
     identifiers = result.schema.identifiers
     roles.append(("Identifiers (dropped)", _value(identifiers)))
+    roles.append(("Release kind", e(result.kind.value)))
+    roles.append(("Threat model across releases", e(result.threat_model.value)))
+    if result.group_column is not None:
+        roles.append(("Group column", e(result.group_column)))
+    if result.n_counterfeits:
+        roles.append(("Counterfeit rows", _int(result.n_counterfeits)))
+    if result.seeded:
+        roles.append(("Randomness", "seeded (tests and studies only): reproducible"))
     params.pop("forms", None)  # shown per QI
     param_rows = roles + [(str(k).replace("_", " "), _value(v)) for k, v in params.items()]
     timings = dict(result.timings)

@@ -1,0 +1,409 @@
+"""The one registry of anonymization methods, behind ``anonymize``, ``release publish`` and
+the TOML job file.
+
+Each method declares (:class:`Method`) its typed options, whether it is one-shot or
+sequential, its release kind and the threat model it claims against repeated releases. The
+command line turns the options into real options (``-k``, ``-m``, ``--strategy`` ...), the
+job file reads them under the same names, and Python callers pass them as keywords; all
+three go through the same parser (:meth:`Option.parse`), so a value that is not what it
+claims to be is refused the same way everywhere -- never rounded, never silently weakened
+(``k=4.9``, ``k=true`` and ``k=abc`` are errors, not k = 4, 1 or a crash).
+
+Privacy models given as options (``k``, ``l``, ``t``, ``models``) become model objects
+once (:func:`models_from_options`): a threshold is never formatted and parsed again, so
+``t=0.12345678`` is enforced as exactly that.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from anonkit.errors import InputError
+from anonkit.options import as_list
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from anonkit.models.base import PrivacyModel
+    from anonkit.release import Release
+    from anonkit.table import Schema
+
+#: where an option value comes from: text typed on the command line, a TOML value, or a
+#: Python value; only command-line text is converted from text
+SOURCES = ("cli", "toml", "python")
+
+_WHOLE = re.compile(r"[+-]?\d+")
+
+
+def _describe(value: object) -> str:
+    return repr(value) if not isinstance(value, str) else f"{value!r} (text)"
+
+
+# -- value parsers: (option name, value, source) -> typed value, or InputError ------------
+
+
+def whole_number(minimum: int) -> Callable[[str, object, str], int]:
+    def parse(name: str, value: object, source: str) -> int:
+        if isinstance(value, str) and source == "cli" and _WHOLE.fullmatch(value.strip()):
+            number = int(value.strip())
+        elif isinstance(value, int) and not isinstance(value, bool):
+            number = value
+        else:
+            raise InputError(f"{name} must be a whole number >= {minimum}, got "
+                             f"{_describe(value)}")
+        if number < minimum:
+            raise InputError(f"{name} must be a whole number >= {minimum}, got {number}")
+        return number
+
+    parse.kind = f"whole number >= {minimum}"  # type: ignore[attr-defined]
+    return parse
+
+
+def real_number(low: float, low_open: bool = False) -> Callable[[str, object, str], float]:
+    def parse(name: str, value: object, source: str) -> float:
+        number: float | None = None
+        if isinstance(value, str) and source == "cli":
+            try:
+                number = float(value.strip())
+            except ValueError:
+                number = None
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            number = float(value)
+        bound = f"> {low:g}" if low_open else f">= {low:g}"
+        if number is None or not math.isfinite(number) or \
+                (number <= low if low_open else number < low):
+            raise InputError(f"{name} must be a number {bound}, got {_describe(value)}")
+        return number
+
+    parse.kind = f"number {'>' if low_open else '>='} {low:g}"  # type: ignore[attr-defined]
+    return parse
+
+
+def boolean(name: str, value: object, source: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and source == "cli":
+        text = value.strip().lower()
+        if text in ("true", "yes", "1", "on"):
+            return True
+        if text in ("false", "no", "0", "off"):
+            return False
+    raise InputError(f"{name} must be true or false, got {_describe(value)}")
+
+
+boolean.kind = "true or false"  # type: ignore[attr-defined]
+
+
+def choice(*values: str) -> Callable[[str, object, str], str]:
+    def parse(name: str, value: object, source: str) -> str:
+        if isinstance(value, str) and value.strip() in values:
+            return value.strip()
+        raise InputError(f"{name} must be one of {', '.join(values)}; got {_describe(value)}")
+
+    parse.kind = " | ".join(values)  # type: ignore[attr-defined]
+    return parse
+
+
+def column_values(name: str, value: object, source: str) -> dict[str, str]:
+    """``col=VALUE`` pairs (command line, repeatable) or a TOML table of texts."""
+    if isinstance(value, Mapping):
+        bad = [k for k, v in value.items() if not isinstance(v, str)]
+        if bad:
+            raise InputError(f"{name}: the value for column {bad[0]!r} must be text, got "
+                             f"{_describe(value[bad[0]])}")
+        return {str(k): v for k, v in value.items()}
+    if isinstance(value, str):
+        value = [value]
+    if isinstance(value, list | tuple) and source == "cli":
+        out = {}
+        for pair in value:
+            column, sep, text = str(pair).partition("=")
+            if not sep or not column.strip() or not text.strip():
+                raise InputError(f"--{name} takes COLUMN=VALUE, got {pair!r}")
+            out[column.strip()] = text.strip()
+        return out
+    raise InputError(f"{name} must be a table of column = value, got {_describe(value)}")
+
+
+column_values.kind = "COLUMN=VALUE"  # type: ignore[attr-defined]
+
+
+def model_list(name: str, value: object, source: str) -> list[PrivacyModel]:
+    """Privacy models: objects, or their short forms (``entropy-l=2``, ``ke=3,2000``)."""
+    from anonkit.checker import parse_model
+    from anonkit.models.base import PrivacyModel
+
+    # a job file must give a list (a lone text there is a mistake the next key would hide)
+    single = isinstance(value, PrivacyModel) or (isinstance(value, str) and source != "toml")
+    items = [value] if single else value
+    if not isinstance(items, list | tuple):
+        raise InputError(f"{name} must be a list of models such as [\"t=0.2\"], got "
+                         f"{_describe(value)}")
+    out = []
+    for item in items:
+        if isinstance(item, PrivacyModel):
+            out.append(item)
+        elif isinstance(item, str):
+            out.append(parse_model(item))
+        else:
+            raise InputError(f"{name}: {_describe(item)} is not a model; write it as text, "
+                             f"e.g. \"t=0.2\"")
+    return out
+
+
+model_list.kind = "MODEL"  # type: ignore[attr-defined]
+
+
+# -- options and methods ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Option:
+    """One typed option of a method: its name (also the TOML key and Python keyword), its
+    command-line flags, its parser, and its help."""
+
+    name: str
+    flags: tuple[str, ...]
+    parse_value: Callable[[str, object, str], Any]
+    help: str
+    metavar: str = ""
+    multiple: bool = False  # repeatable on the command line; values collect in a list
+    switch: bool = False  # a command-line flag without value (sets True)
+
+    def parse(self, value: object, source: str) -> Any:
+        return self.parse_value(self.name, value, source)
+
+    @property
+    def kind(self) -> str:
+        return str(getattr(self.parse_value, "kind", ""))
+
+    @property
+    def flag(self) -> str:
+        """The option's longest flag, for messages."""
+        return max(self.flags, key=len)
+
+
+K = Option("k", ("-k",), whole_number(1), "k-anonymity: every class has at least k rows.",
+           metavar="INT")
+L = Option("l", ("-l",), whole_number(1),
+           "Distinct l-diversity: at least l distinct sensitive values per class (a whole "
+           "number; entropy or recursive l-diversity via --model).", metavar="INT")
+T = Option("t", ("-t",), real_number(0.0, low_open=True),
+           "t-closeness: the EMD of every class to the whole table is at most t.",
+           metavar="NUMBER")
+MODELS = Option("models", ("--model",), model_list,
+                "A further privacy model (repeatable): entropy-l=2, recursive-cl=3,2, "
+                "t-ordered=0.2, delta=1.5,absent=fail, beta=1, ke=3,2000, m=4 ...",
+                metavar="MODEL", multiple=True)
+GENERALIZATION = Option("generalization", ("--generalization",), column_values,
+                        "COLUMN=FORM: range, set, hierarchy, prefix, mean or median "
+                        "(repeatable).", metavar="COLUMN=FORM", multiple=True)
+STRATEGY = Option("strategy", ("--strategy",), choice("widest", "entropy", "distinct",
+                                                      "random"),
+                  "How Mondrian chooses the cut dimension (default: widest).", metavar="NAME")
+REMOVE_CUT = Option("remove_cut_dimension", ("--remove-cut-dimension",), boolean,
+                    "Spec 002's variant: a dimension once cut is not cut again below.",
+                    switch=True)
+SINGLE_DIMENSIONAL = Option("single_dimensional", ("--single-dimensional",), boolean,
+                            "Spec 002's variant: stop after the first cut.", switch=True)
+ALLOW_MISSING = Option("allow_missing", ("--allow-missing",), boolean,
+                       "Treat a missing QI value as a value of its own instead of refusing.",
+                       switch=True)
+SEED = Option("seed", ("--seed",), whole_number(0),
+              "Seed for randomness, for tests and reproducible studies only: privacy "
+              "randomness otherwise comes from the operating system and is never recorded; "
+              "the report says when a seed was used.", metavar="INT")
+
+#: options that carry privacy models (turned into model objects by models_from_options)
+MODEL_OPTIONS = ("k", "l", "t", "models")
+
+
+@dataclass(frozen=True)
+class Method:
+    """A registered anonymization method.
+
+    ``anonymize(df, schema, options) -> Release`` runs it one-shot on a table (None for a
+    method that only publishes with a history). ``publish(df, request, context) ->
+    Release`` runs it as the next release of a dataset in the history; a one-shot method
+    publishes by ignoring the history (the history's gate then judges the result).
+    ``typed``: the options are checked against ``options``; False for methods registered
+    with raw Python options (test methods).
+    """
+
+    name: str
+    summary: str
+    kind: str  # a ReleaseKind value
+    sequential: bool
+    threat_model: str  # a ThreatModel value
+    options: tuple[Option, ...] = ()
+    anonymize: Callable[[pd.DataFrame, Schema, dict[str, Any]], Release] | None = None
+    publish: Callable[..., Release] | None = None
+    typed: bool = True
+
+    def option(self, name: str) -> Option | None:
+        return next((o for o in self.options if o.name == name), None)
+
+    def parse_options(self, given: Mapping[str, object], source: str) -> dict[str, Any]:
+        """Typed option values from ``given`` (name -> raw value); an option the method
+        does not take is an error naming the method's options."""
+        if not self.typed:
+            return dict(given)
+        out: dict[str, Any] = {}
+        for name, value in given.items():
+            option = self.option(name)
+            if option is None:
+                known = ", ".join(o.flag if source == "cli" else o.name for o in self.options)
+                shown = "--" + name.replace("_", "-") if source == "cli" else repr(name)
+                raise InputError(f"method {self.name!r} has no option {shown}; its options "
+                                 f"are: {known or 'none'}")
+            out[name] = option.parse(value, source)
+        return out
+
+
+_REGISTRY: dict[str, Method] = {}
+
+
+def register(method: Method, *, replace: bool = False) -> Method:
+    if method.name in _REGISTRY and not replace:
+        raise ValueError(f"a method named {method.name!r} is already registered")
+    _REGISTRY[method.name] = method
+    return method
+
+
+def get(name: str) -> Method:
+    _load_builtin()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise InputError(f"unknown method {name!r}; the methods are: "
+                         f"{', '.join(names())}") from None
+
+
+def names() -> list[str]:
+    _load_builtin()
+    return sorted(_REGISTRY)
+
+
+def methods() -> list[Method]:
+    return [_REGISTRY[n] for n in names()]
+
+
+def all_options() -> list[Option]:
+    """Every option of every method, each name once (the command line declares them all
+    and refuses those the chosen method does not take)."""
+    seen: dict[str, Option] = {}
+    for method in methods():
+        for option in method.options:
+            seen.setdefault(option.name, option)
+    return list(seen.values())
+
+
+def models_from_options(options: Mapping[str, Any]) -> list[PrivacyModel]:
+    """The privacy models the typed options ask for, as objects: ``k``, ``models``, then
+    ``l`` and ``t``."""
+    from anonkit.models.base import KAnonymity
+    from anonkit.models.closeness import TCloseness
+    from anonkit.models.diversity import DistinctLDiversity
+
+    out: list[PrivacyModel] = []
+    if options.get("k") is not None:
+        out.append(KAnonymity(options["k"]))
+    out += list(options.get("models") or [])
+    if options.get("l") is not None:
+        out.append(DistinctLDiversity(options["l"]))
+    if options.get("t") is not None:
+        out.append(TCloseness(options["t"]))
+    return out
+
+
+# -- the built-in methods ---------------------------------------------------------------
+
+
+def _mondrian_anonymize(df: pd.DataFrame, schema: Schema, options: dict[str, Any]) -> Release:
+    from anonkit.algorithms.mondrian import Mondrian
+
+    settings = {name: options[name] for name in ("strategy", "generalization",
+                                                  "remove_cut_dimension",
+                                                  "single_dimensional", "allow_missing",
+                                                  "seed") if options.get(name) is not None}
+    return Mondrian(models=models_from_options(options), **settings).anonymize(
+        df, schema=schema)
+
+
+def _one_shot_publish(method: Method) -> Callable[..., Release]:
+    def publish(df: pd.DataFrame, request: Any, context: Any) -> Release:
+        assert method.anonymize is not None
+        return method.anonymize(df, context.schema, dict(request.options))
+
+    return publish
+
+
+_loaded = False
+
+
+def _load_builtin() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    mondrian = Method(
+        "mondrian", "Strict multidimensional Mondrian (LeFevre et al. 2006); every privacy "
+        "model is a cut constraint. One-shot: re-running it on a changed table is refused "
+        "by the history's gate almost always.", "generalized", sequential=False,
+        threat_model="one-shot",
+        options=(K, L, T, MODELS, GENERALIZATION, STRATEGY, REMOVE_CUT, SINGLE_DIMENSIONAL,
+                 ALLOW_MISSING, SEED),
+        anonymize=_mondrian_anonymize)
+    register(Method(**{**mondrian.__dict__, "publish": _one_shot_publish(mondrian)}),
+             replace=True)
+
+
+def method_help(method: Method) -> str:
+    """A method and its options, as ``anonkit methods`` prints them."""
+    lines = [f"{method.name}  ({'sequential' if method.sequential else 'one-shot'}; "
+             f"{method.kind} release; threat model: {method.threat_model})",
+             f"    {method.summary}"]
+    for option in method.options:
+        value = "" if option.switch else f" {option.metavar or 'VALUE'}"
+        flags = ", ".join(option.flags)
+        lines.append(f"    {flags}{value}  [{option.name}: {option.kind}]")
+        lines.append(f"        {option.help}")
+    return "\n".join(lines)
+
+
+def parse_job_options(method: Method, config: Mapping[str, object],
+                      cli: Mapping[str, object]) -> dict[str, Any]:
+    """A method's typed options from a job file (TOML values) overridden by the command
+    line (text); repeatable options add up (the file's, then the command line's)."""
+    from_file = method.parse_options(config, "toml")
+    from_cli = method.parse_options(cli, "cli")
+    out = dict(from_file)
+    for name, value in from_cli.items():
+        option = method.option(name)
+        if option is not None and option.multiple and name in out:
+            if isinstance(value, dict):
+                out[name] = {**out[name], **value}
+            else:
+                out[name] = [*out[name], *value]
+        else:
+            out[name] = value
+    return out
+
+
+def split_csv(value: object, name: str) -> list[str]:
+    """A column list from ``"a,b"`` or a TOML list of texts."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return as_list(value)
+    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        return list(value)
+    raise InputError(f"{name} must be a list of column names, got {_describe(value)}")
+
+
+__all__ = ["Method", "Option", "all_options", "get", "method_help", "models_from_options",
+           "names", "parse_job_options", "register", "split_csv"]

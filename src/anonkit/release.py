@@ -1,0 +1,278 @@
+"""What every method returns: the released table plus the evidence about it.
+
+A :class:`Release` is one of three kinds (:class:`ReleaseKind`):
+
+- ``generalized``: quasi-identifiers generalized, sensitive values kept on their rows
+  (Mondrian; m-invariance, which may add counterfeit rows);
+- ``permuted``: quasi-identifiers exact, sensitive values permuted within explicit groups
+  named by a group column ((k,e)-anonymity);
+- ``synthetic``: tuples with no input row behind them (kb-anonymity test data).
+
+Each released row has a provenance (:class:`Provenance`): an input row, a counterfeit, or
+synthetic. A class is either implicit -- the rows with equal released quasi-identifiers,
+as an adversary groups them -- or explicit, the rows with equal values in
+:attr:`Release.group_column`. Writing and publishing pass one boundary
+(:func:`anonkit.verify.verify_release`): the classes are regrouped from the released values
+alone, every model is evaluated on them, and identifier columns are refused, whichever
+method produced the release.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import IntEnum, StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from anonkit.errors import InputError, ModelNotMetError
+from anonkit.models.base import PrivacyModel, Verdict, exact_number
+from anonkit.table import Schema
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+
+class ReleaseKind(StrEnum):
+    GENERALIZED = "generalized"
+    PERMUTED = "permuted"
+    SYNTHETIC = "synthetic"
+
+
+class Provenance(IntEnum):
+    """Where a released row comes from."""
+
+    INPUT = 0  # an input row (its values generalized or kept)
+    COUNTERFEIT = 1  # a made-up row that hides which values left (m-invariance)
+    SYNTHETIC = 2  # a generated tuple standing for a group of input rows (kb-anonymity)
+
+
+class ThreatModel(StrEnum):
+    """What a method claims against an adversary who combines several releases."""
+
+    #: nothing: a one-shot method ignores earlier releases; re-running it on a changed
+    #: table usually leaks through the intersection (the history's gate refuses that)
+    ONE_SHOT = "one-shot"
+    #: m-invariance: a record keeps its class signature of m values in every release
+    M_INVARIANCE = "m-invariance"
+    #: incremental (k,e)-anonymity: no two releases intersect below k values or range e
+    INCREMENTAL_KE = "incremental-(k,e)"
+    #: monotone generalization: later releases only refine, so intersections narrow nothing
+    MONOTONE = "monotone-generalization"
+
+
+@dataclass
+class Release:
+    """A release and its verification.
+
+    Attributes:
+        data: the released table: identifiers dropped, rows as released (for a
+            generalized release without counterfeits made by a one-shot method, row ``i``
+            is input row ``i``; see ``source_rows``).
+        class_ids: per row of ``data``, the index of its class as the verifier grouped it:
+            rows with equal released quasi-identifiers, or with equal ``group_column``
+            values; classes numbered in order of first appearance.
+        classes: one row per class: ``size``, ``counterfeits`` when the release has any,
+            then each quasi-identifier's released label (the group id for explicit groups).
+        verdicts: one per privacy model, measured on ``data`` as an adversary groups it.
+        metrics: utility and risk figures (see :mod:`anonkit.metrics`).
+        schema: roles and kinds of the input's columns.
+        method: the method's name, e.g. ``"mondrian"``.
+        parameters: every setting that produced this release (never a privacy seed).
+        kind: generalized, permuted or synthetic.
+        models: the privacy models the release claims; the boundary re-evaluates them.
+        provenance: per row of ``data``, a :class:`Provenance` code (None: all input rows).
+        source_rows: per row of ``data``, the input row it was made from, -1 for a
+            counterfeit or synthetic row (None: row ``i`` is input row ``i``).
+        group_column: the column of ``data`` naming each row's group (None: implicit).
+        auxiliary: tables published beside the release, by name (``counterfeits``: per
+            class its counterfeit count; ``groups``: the (k,e) group table).
+        threat_model: what the method claims against repeated releases.
+        formal_guarantee: False for a heuristic release (no provable model): writing it
+            then needs ``accept_heuristic=True``.
+        seeded: a user-given seed drove the privacy randomness (tests and studies only);
+            the seed itself is never recorded.
+        method_state: opaque bytes a sequential method keeps in the history.
+        timings: seconds spent per phase.
+    """
+
+    data: pd.DataFrame
+    class_ids: np.ndarray
+    classes: pd.DataFrame
+    verdicts: list[Verdict]
+    metrics: dict[str, float]
+    schema: Schema
+    method: str
+    parameters: dict[str, object]
+    timings: dict[str, float] = field(default_factory=dict)
+    kind: ReleaseKind = ReleaseKind.GENERALIZED
+    models: list[PrivacyModel] = field(default_factory=list)
+    provenance: np.ndarray | None = None
+    source_rows: np.ndarray | None = None
+    group_column: str | None = None
+    auxiliary: dict[str, pd.DataFrame] = field(default_factory=dict)
+    threat_model: ThreatModel = ThreatModel.ONE_SHOT
+    formal_guarantee: bool = True
+    seeded: bool = False
+    method_state: bytes | None = None
+    #: set by the verifier: the ``data`` object it verified and what it found there;
+    #: the boundary restores its findings over anything set since, and verifies again
+    #: when ``data`` was replaced
+    verification: Verification | None = field(default=None, repr=False)
+
+    # -- rows ----------------------------------------------------------------------------
+    @property
+    def n_rows(self) -> int:
+        return len(self.data)
+
+    def row_provenance(self) -> np.ndarray:
+        """Per released row, its :class:`Provenance` code (int8)."""
+        if self.provenance is None:
+            return np.zeros(len(self.data), dtype=np.int8)
+        return np.asarray(self.provenance, dtype=np.int8)
+
+    def input_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """(positions in ``data`` of the rows made from input rows, those input rows)."""
+        if self.source_rows is None:
+            positions = np.arange(len(self.data))
+            if self.provenance is not None:
+                positions = positions[self.row_provenance() == Provenance.INPUT]
+            return positions, positions.copy()
+        source = np.asarray(self.source_rows, dtype=np.int64)
+        positions = np.flatnonzero(source >= 0)
+        return positions, source[positions]
+
+    @property
+    def n_counterfeits(self) -> int:
+        return int((self.row_provenance() == Provenance.COUNTERFEIT).sum())
+
+    def counterfeits_per_class(self) -> np.ndarray:
+        """Per class, how many of its rows are counterfeit."""
+        fake = self.row_provenance() == Provenance.COUNTERFEIT
+        return np.bincount(np.asarray(self.class_ids, dtype=np.int64)[fake],
+                           minlength=len(self.classes)).astype(np.int64)
+
+    # -- verdicts ------------------------------------------------------------------------
+    @property
+    def passed(self) -> bool:
+        """True when every verdict passes: only then may the release be written."""
+        return bool(self.verdicts) and all(v.passed for v in self.verdicts)
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.classes)
+
+    def failures(self) -> list[Verdict]:
+        return [v for v in self.verdicts if not v.passed]
+
+    def require_passed(self, accept_heuristic: bool = False) -> None:
+        """Raise :class:`ModelNotMetError` naming each failed model (fail closed), and for
+        a heuristic release unless ``accept_heuristic``."""
+        if not self.passed:
+            failed = "; ".join(str(v) for v in self.failures()) or "no verdict was computed"
+            raise ModelNotMetError(f"release refused, the privacy model is not met: {failed}")
+        if not self.formal_guarantee and not accept_heuristic:
+            raise ModelNotMetError(
+                f"release refused: {self.method} gives no formal privacy guarantee (its "
+                f"measure is a heuristic); accept that explicitly (--accept-heuristic / "
+                f"accept_heuristic=True) to write it")
+
+    # -- writing -------------------------------------------------------------------------
+    def write(self, path: str | Path, fmt: str | None = None, *,
+              unchanged: pa.Table | None = None, column_order: Sequence[str] | None = None,
+              verbatim: bool = False, accept_heuristic: bool = False,
+              forbidden: Sequence[str] = (),
+              auxiliary_paths: Mapping[str, Path] | None = None) -> Path:
+        """Write the release atomically (temp file + rename) after the boundary check
+        (:func:`anonkit.verify.verify_release`); refused unless every model holds.
+
+        ``unchanged``: further columns released as they are, kept in Arrow and never
+        loaded into pandas (the command line reads the columns nobody gave a role this
+        way). They join the columns of ``data`` in ``column_order`` (default: those of
+        ``data``, then the others). ``verbatim``: their text holds cells exactly as read
+        from a CSV file (see :func:`anonkit.io.write_table`). ``forbidden``: further column
+        names that must not be released (e.g. the history's key column). Auxiliary
+        tables are written beside the file as ``<stem>.<name>.csv`` (or ``.parquet``), or
+        to ``auxiliary_paths[name]``; first, so that a failure leaves no release without
+        them (they are removed again if the release cannot be written).
+        """
+        import pyarrow as pa
+
+        from anonkit.io import to_arrow, write_table
+        from anonkit.verify import refuse_identifiers, verify_release
+
+        verify_release(self)
+        self.require_passed(accept_heuristic)
+        extra = unchanged.column_names if unchanged is not None else []
+        refuse_identifiers(self, [*self.data.columns, *extra], forbidden)
+        table = to_arrow(self.data)
+        if unchanged is not None:
+            if unchanged.num_rows != table.num_rows:
+                raise ValueError(f"the unchanged columns have {unchanged.num_rows} rows, the "
+                                 f"release {table.num_rows}")
+            columns = dict(zip(table.column_names, table.columns, strict=True))
+            columns |= dict(zip(unchanged.column_names, unchanged.columns, strict=True))
+            order = list(column_order) if column_order is not None else list(columns)
+            table = pa.table({name: columns[name] for name in order if name in columns})
+        target = Path(path)
+        written: list[Path] = []
+        try:
+            for name, aux in self.auxiliary.items():
+                aux_path = (auxiliary_paths or {}).get(name) or auxiliary_path(target, name)
+                write_table(aux, aux_path, fmt=fmt)
+                written.append(Path(aux_path))
+            write_table(table, target, fmt=fmt,
+                        verbatim=unchanged.column_names if unchanged is not None and verbatim
+                        else ())
+        except BaseException:
+            for done in written:
+                done.unlink(missing_ok=True)
+            raise
+        return target
+
+    def summary(self) -> str:
+        counterfeit = f" ({self.n_counterfeits} counterfeit)" if self.n_counterfeits else ""
+        groups = f", groups in {self.group_column!r}" if self.group_column else ""
+        lines = [f"{self.method}: {len(self.data)} rows{counterfeit} in {self.n_classes} "
+                 f"classes{groups} ({self.kind.value} release)"]
+        if self.seeded:
+            lines.append("  seeded: the privacy randomness came from a given seed (tests and "
+                         "studies only)")
+        if not self.formal_guarantee:
+            lines.append("  heuristic: this release has no formal privacy guarantee")
+        lines += [f"  {v}" for v in self.verdicts]
+        lines += [f"  {k} = {_number(v)}" for k, v in self.metrics.items()]
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Verification:
+    data_id: int
+    verdicts: tuple[Verdict, ...]
+    class_ids: np.ndarray
+    classes: pd.DataFrame
+
+
+def auxiliary_path(release_path: Path, name: str) -> Path:
+    """Where an auxiliary table of the release at ``release_path`` is written:
+    ``ward.csv`` -> ``ward.counterfeits.csv``."""
+    return release_path.with_name(f"{release_path.stem}.{name}{release_path.suffix}")
+
+
+def _number(value: float) -> str:
+    """Whole numbers as such (30162, not 3.016e+04); others to four significant digits."""
+    return exact_number(value) if float(value).is_integer() else f"{value:.4g}"
+
+
+def require_input_rows(release: Release, n_input_rows: int) -> None:
+    """Refuse a release whose input-row mapping is not a valid one: every row that claims an
+    input row names one that exists, and no input row is released twice."""
+    _, rows = release.input_rows()
+    if len(rows) and (rows.min() < 0 or rows.max() >= n_input_rows):
+        raise InputError(f"method {release.method!r} released a row of input row "
+                         f"{int(rows.max())}, but the input has {n_input_rows} rows")
+    if len(np.unique(rows)) != len(rows):
+        raise InputError(f"method {release.method!r} released some input rows twice")

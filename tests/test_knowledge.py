@@ -1,0 +1,276 @@
+"""What the adversaries know per record (:mod:`anonkit.releases.knowledge`): hand-computed
+cases, a brute force in plain Python sets, and agreement with the audit's figures."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from anonkit.errors import HistoryError
+from anonkit.releases.attacks import PINNED, Requirement, audit_views
+from anonkit.releases.knowledge import Knowledge, knowledge, knowledge_views
+from anonkit.releases.publish import publish
+from anonkit.releases.store import HistoryStore, PreparedRelease, ReleaseView, multisets
+from history_helpers import churned_versions, make_request
+from test_attacks import requirements_from_verdicts  # noqa: F401
+
+
+def release(seq: int, members: dict[str, int], values: dict[str, object], *,
+            labels: dict[int, list[object]] | None = None, kind: str = "generalized",
+            fakes: dict[int, list[object]] | None = None, numeric: bool = False,
+            requirements: tuple[Requirement, ...] = ()) -> PreparedRelease:
+    """A release built by hand (``labels``: per class, its released QI labels)."""
+    fakes = fakes or {}
+    keys = sorted(members)
+    fake_classes = [c for c, vals in fakes.items() for _ in vals]
+    class_ids = np.array([members[key] for key in keys] + fake_classes, dtype=np.int64)
+    released = pd.Series([values[key] for key in keys]
+                         + [v for vals in fakes.values() for v in vals],
+                         dtype=np.float64 if numeric else object)
+    sizes = np.bincount(class_ids)
+    labels = labels or {c: [f"g{c}"] for c in range(len(sizes))}
+    n_qis = len(next(iter(labels.values())))
+    return PreparedRelease(
+        dataset="hand", seq=seq, method="hand", parameters={}, key_column="pid", columns={},
+        quasi_identifiers=["age", "sex", "zone"][:n_qis], sensitive=["v"], models=[],
+        verdicts=[], n_input_rows=len(keys), n_released_rows=len(class_ids),
+        class_rows=[(c, int(sizes[c]), json.dumps(labels[c])) for c in range(len(sizes))],
+        class_values=[multisets("v", released, class_ids)],
+        record_hashes=[key.encode().ljust(16, b".") for key in keys],
+        record_classes=[members[key] for key in keys], release_kind=kind,
+        group_column="group" if kind == "permuted" else None,
+        requirements=list(requirements),
+        counterfeits=np.bincount(np.array(fake_classes, dtype=np.int64),
+                                 minlength=len(sizes)).tolist())
+
+
+def pid(key: str) -> bytes:
+    return key.encode().ljust(16, b".")
+
+
+def test_what_is_known_of_each_record_by_hand(tmp_path: Path) -> None:
+    """Release 1 classes {a,b,c} {d,e,f}; release 2 {a,e,f} {b,c,d}; g only in release 1
+    (with a counterfeit row 'cold' added to its class)."""
+    values = {"a": "flu", "b": "flu", "c": "hiv", "d": "hiv", "e": "cold", "f": "cold",
+              "g": "flu"}
+    first = {"a": 0, "b": 0, "c": 0, "d": 1, "e": 1, "f": 1, "g": 2}
+    second = {"a": 0, "e": 0, "f": 0, "b": 1, "c": 1, "d": 1}
+    labels_1 = {0: ["[20-29]", "{F,M}", "north"], 1: ["[30-39]", "{M}", "south"],
+                2: [40, "{F}", "east"]}
+    labels_2 = {0: ["25-34", "{F,X}", "north"], 1: ["[20-39]", "{F,M}", "*"]}
+    with HistoryStore.open(tmp_path / "h.db", create=True) as store:
+        store.commit_release(release(1, first, values, labels=labels_1,
+                                     fakes={2: ["cold"]}))
+        store.commit_release(release(2, {k: second[k] for k in second},
+                                     {k: values[k] for k in second}, labels=labels_2))
+        known = knowledge(store, "hand")
+    assert isinstance(known, Knowledge) and len(known) == 7 and known.releases == [1, 2]
+    a, b, g = known.index(pid("a")), known.index(pid("b")), known.index(pid("g"))
+    assert known.releases_of(a) == {1: 0, 2: 0} and known.releases_of(g) == {1: 2}
+    v = known.attributes["v"]
+    # a: {flu,flu,hiv} & {flu,cold,cold} = {flu}; alone in both classes
+    assert known.candidates[a] == 1 and known.candidate_records(a) == [pid("a")]
+    assert v.values(a) == ["flu"] and v.distinct[a] == 1 and known.candidates_qi[a] == 1
+    # b (and c): {flu,flu,hiv} & {flu,hiv,hiv} = {flu, hiv}: one of 1 + 1 people
+    assert sorted(known.candidate_records(b)) == [pid("b"), pid("c")]
+    assert sorted(v.values(b)) == ["flu", "hiv"] and known.candidates_qi[b] == 2
+    # g: one release, a class of 2 rows of which 1 counterfeit: one person, two values
+    assert known.candidates[g] == 1 and known.candidates_qi[g] == 1
+    assert sorted(v.values(g)) == ["cold", "flu"] and v.distinct[g] == 2
+    assert v.candidates_qi[g] == 2  # the multisets keep the fake's value
+    assert known.n_releases.tolist().count(2) == 6
+    # QI boxes: intervals intersect, sets intersect, anything else: the labels seen
+    age, sex, zone = (known.quasi_identifiers[q] for q in ("age", "sex", "zone"))
+    assert age.value(a) == [25, 29] and age.kind[a] == "interval"
+    assert sex.value(a) == ["F"] and sex.kind[a] == "set"
+    assert zone.value(a) == ["north", "north"] and zone.kind[a] == "labels"
+    assert age.value(b) == [20, 29] and sex.value(b) == ["F", "M"]
+    assert zone.value(b) == ["north", "*"]
+    d = known.index(pid("d"))
+    assert age.value(d) == [30, 39] and sex.value(d) == ["M"]
+    assert age.value(g) == [40, 40] and sex.value(g) == ["F"] and zone.value(g) == ["east"]
+    record = known.record(b)
+    assert record["candidates"] == 2 and record["qi[age]"] == [20, 29]
+    assert json.loads(json.dumps(record)) == record
+    frame = known.to_frame()
+    assert len(frame) == 7 and frame.loc[a, "values[v]"] == ["flu"]
+
+
+def test_ranges_of_a_numeric_attribute_and_disjoint_boxes(tmp_path: Path) -> None:
+    values = {"a": 10.0, "b": 20.0, "c": 30.0, "d": np.nan}
+    with HistoryStore.open(tmp_path / "h.db", create=True) as store:
+        store.commit_release(release(1, {"a": 0, "b": 0, "c": 0, "d": 0}, values,
+                                     labels={0: ["[-5, 3]"]}, numeric=True))
+        store.commit_release(release(2, {"a": 0, "b": 0, "c": 1, "d": 0}, values,
+                                     labels={0: ["[4-9]"], 1: [7]}, numeric=True))
+        known = knowledge(store, "hand", [pid("d"), pid("c")])
+    assert [bytes(r) for r in known.records] == [pid("d"), pid("c")]
+    v = known.attributes["v"]
+    assert v.distinct.tolist() == [3, 1] and v.distinct_present.tolist() == [2, 1]
+    assert v.low.tolist() == [10.0, 30.0] and v.high.tolist() == [20.0, 30.0]
+    assert v.values(0) == [10, 20, None]
+    # the boxes do not meet ([-5, 3] and [4, 9]): low > high says so
+    age = known.quasi_identifiers["age"]
+    assert age.value(0) == [4, 3] and age.value(1) == [7, 3]
+    with pytest.raises(HistoryError, match="1 of the 1 records given are in no release"):
+        knowledge(store, "hand", [pid("zz")])
+
+
+def test_knowledge_of_views_without_labels_has_no_boxes() -> None:
+    views = [release(1, {"a": 0, "b": 0}, {"a": "x", "b": "y"}).view(),
+             release(2, {"a": 0, "b": 1}, {"a": "x", "b": "y"}).view()]
+    known = knowledge_views(views)
+    assert known.quasi_identifiers == {}
+    assert known.candidates.tolist() == [1, 1]
+
+
+# -- the brute force and the audit ------------------------------------------------------------
+
+
+def random_views(seed: int, n_records: int = 60, n_releases: int = 4) -> list[ReleaseView]:
+    """A random history: records come and go, classes are random, some releases are
+    permuted, some classes have counterfeit rows; every record keeps its value."""
+    rng = np.random.default_rng(seed)
+    keys = [f"r{i:03d}" for i in range(n_records)]
+    values = {k: float(rng.integers(0, 6)) if rng.random() > 0.05 else np.nan for k in keys}
+    requirements = (Requirement("k-anonymity", "candidates", 3),
+                    Requirement("distinct l-diversity", "distinct", 2),
+                    Requirement("(k,e)-anonymity", "distinct_present", 2, "v"),
+                    Requirement("(k,e)-anonymity", "range", 2))
+    views = []
+    for seq in range(1, n_releases + 1):
+        present = [k for k in keys if rng.random() < 0.8]
+        n_classes = max(len(present) // 4, 1)
+        members = {k: int(c) for k, c in zip(present, rng.permutation(
+            np.arange(len(present)) % n_classes), strict=True)}
+        fakes = {int(c): [float(x) for x in rng.integers(0, 6, size=rng.integers(1, 3))]
+                 for c in range(n_classes) if rng.random() < 0.3}
+        kind = "permuted" if rng.random() < 0.3 else "generalized"
+        views.append(release(seq, members, {k: values[k] for k in present}, kind=kind,
+                             fakes=fakes, numeric=True,
+                             requirements=requirements[:1 + seq % 4]).view())
+    return views
+
+
+def brute_knowledge(views: list[ReleaseView]) -> dict[bytes, dict[str, object]]:
+    """Per record, from the views with Python sets: its classes' intersections."""
+    classes = [dict(zip(v.record_keys.tolist(), v.record_classes.tolist(), strict=True))
+               for v in views]
+    out = {}
+    for key in set().union(*classes):
+        scope = [i for i, c in enumerate(classes) if key in c]
+        shared = set.intersection(*({k for k, c in classes[i].items()
+                                     if c == classes[i][key]} for i in scope))
+        candidates = {k for k in shared if all(k in classes[i] for i in scope)}
+        bags = []
+        for i in scope:
+            cv = views[i].values["v"]
+            mine = cv.class_index == classes[i][key]
+            bags.append(Counter({("nan" if np.isnan(x) else x): int(n) for x, n in
+                                 zip(cv.value[mine], cv.count[mine], strict=True)}))
+        left = set.intersection(*(set(b) for b in bags))
+        people = min(int(views[i].real_sizes[classes[i][key]]) for i in scope)
+        bound = sum(min(b[x] for b in bags) for x in left)
+        out[key] = {"candidates": len(candidates), "left": left,
+                    "candidates_qi": min(people, bound),
+                    "row_values": any(views[i].info.release_kind != "permuted"
+                                      for i in scope)}
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_knowledge_matches_a_brute_force(seed: int) -> None:
+    views = random_views(seed)
+    known = knowledge_views(views)
+    truth = brute_knowledge(views)
+    v = known.attributes["v"]
+    assert len(known) == len(truth)
+    for i, key in enumerate(known.records):
+        expect = truth[bytes(key)]
+        assert known.candidates[i] == expect["candidates"]
+        assert known.candidates_qi[i] == expect["candidates_qi"]
+        assert known.row_values[i] == expect["row_values"]
+        got = {"nan" if x is None else x for x in v.values(i)}
+        assert got == expect["left"]
+        present = [x for x in expect["left"] if x != "nan"]
+        assert v.distinct_present[i] == len(present)
+        if present:
+            assert (v.low[i], v.high[i]) == (min(present), max(present))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_audit_of_all_releases_is_what_knowledge_reports(seed: int) -> None:
+    """The audit's all-releases scope, record by record, from knowledge()'s figures: the
+    same breaches per finding, and the worst cases carry knowledge()'s numbers."""
+    views = random_views(seed)
+    report = audit_views(views, worst=1000)
+    known = knowledge_views(views)
+    assert report.overall is not None
+    v = known.attributes["v"]
+    scope = known.n_releases >= 2
+    expected: Counter[tuple[str, str, str, str | None]] = Counter()
+    breached = np.zeros(len(known), dtype=bool)
+    for i in np.flatnonzero(scope):
+        seqs = [s for s, c in zip(known.releases, known.classes[:, i], strict=True) if c >= 0]
+        reqs: dict[tuple[str, str, str | None], float] = {}
+        for view in views:
+            if view.info.seq in seqs:
+                for d in view.info.requirements:
+                    r = Requirement.from_dict(d)
+                    key = (r.model, r.measure, r.attribute)
+                    reqs[key] = max(reqs.get(key, 0.0), r.threshold)
+        for adversary, cand, d, dp, span in (
+                ("qi", known.candidates_qi[i], v.distinct[i], v.distinct_present[i],
+                 v.high[i] - v.low[i]),
+                ("linkage", known.candidates[i], v.linkage_distinct[i],
+                 v.linkage_distinct_present[i], v.linkage_range[i])):
+            flags = set()
+            for (model, measure, _attr), threshold in reqs.items():
+                level = {"candidates": cand, "distinct": d, "distinct_present": dp,
+                         "range": span}[measure]
+                if measure != "candidates" and d < 1:
+                    continue
+                if not np.isnan(level) and level < threshold:
+                    flags.add((adversary, model, measure,
+                               None if measure == "candidates" else "v"))
+            if d == 1:
+                flags.add((adversary, PINNED, "distinct", "v"))
+            expected.update(flags)
+            breached[i] |= bool(flags)
+    got = {(f.adversary, f.model, f.measure, f.attribute): f.records
+           for f in report.overall.findings}
+    assert got == dict(expected)
+    assert report.overall.records_breached == int(breached.sum())
+    assert report.overall.records_compared == int(scope.sum())
+    for finding in report.overall.findings:
+        for case in finding.worst:
+            i = known.index(bytes.fromhex(str(case["record"])))
+            assert case["candidates_linkage"] == known.candidates[i]
+            assert case["candidates_qi"] == known.candidates_qi[i]
+            assert case["values[v]"] == v.values(i)[:10]
+            assert {int(s): c for s, c in case["classes"].items()} == known.releases_of(i)
+
+
+def test_knowledge_of_a_published_history(tmp_path: Path) -> None:
+    """On releases published the usual way: sorted-chunks' range and set labels become
+    boxes that contain every record's true quasi-identifiers."""
+    versions = churned_versions(300, 3, churn=0.2, seed=4)
+    with HistoryStore.open(tmp_path / "h.db", create=True) as store:
+        for n, df in enumerate(versions):
+            publish(store, df, make_request(sensitive=("disease", "income")),
+                    tmp_path / f"r{n}.csv", allow_breach=True)
+        everyone = pd.concat(versions).drop_duplicates("pid").reset_index(drop=True)
+        known = knowledge(store, "census", store.pseudonyms("census", everyone["pid"]))
+    age, sex = known.quasi_identifiers["age"], known.quasi_identifiers["sex"]
+    assert set(age.kind) == {"interval"}
+    assert (age.low <= everyone["age"]).all() and (everyone["age"] <= age.high).all()
+    for i in range(0, len(everyone), 17):
+        if sex.kind[i] == "set":
+            assert everyone["sex"][i] in sex.value(i)
+        assert everyone["disease"][i] in known.attributes["disease"].values(i)
+        assert everyone["income"][i] in known.attributes["income"].values(i)
