@@ -5,7 +5,6 @@ history), and the acceptance scenario: naive Mondrian re-run on a churning table
 from __future__ import annotations
 
 import base64
-import importlib
 import json
 from collections import Counter, defaultdict
 from collections.abc import Sequence
@@ -28,7 +27,6 @@ from anonkit.releases.attacks import (
     audit_views,
     requirements_of,
 )
-from anonkit.releases.migrations import v1_requirements
 from anonkit.releases.publish import PublishRequest, method_for, publish, register_method
 from anonkit.releases.report import render_html
 from anonkit.releases.store import HistoryStore, PreparedRelease, multisets
@@ -38,27 +36,6 @@ if TYPE_CHECKING:
     from pg_fixtures import HistoryTarget
 
 pytest_plugins = ["pg_fixtures"]
-
-
-@pytest.fixture(autouse=True)
-def requirements_from_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Releases published here carry the requirements their verdicts imply.
-
-    Publishing records what the models declare (``cross_release_requirements``); where a
-    release comes out of ``prepare_release`` without any, the tests give it the mapping a
-    version-1 history is upgraded with, which is what these tests were written against.
-    """
-    # the module, not the function the package exports under the same name
-    publish_module = importlib.import_module("anonkit.releases.publish")
-    original = publish_module.prepare_release
-
-    def prepare(*args: object, **kwargs: object) -> object:
-        release = original(*args, **kwargs)  # type: ignore[arg-type]
-        if not release.requirements:
-            release.requirements = v1_requirements(release.verdicts)
-        return release
-
-    monkeypatch.setattr(publish_module, "prepare_release", prepare)
 
 
 def open_store(target: HistoryTarget) -> HistoryStore:

@@ -39,7 +39,7 @@ from anonkit.releases.store import (
     HistoryUpgradedWarning,
     schema_table,
 )
-from test_attacks import hand_release, requirements_from_verdicts  # noqa: F401
+from test_attacks import hand_release
 
 if TYPE_CHECKING:
     from pg_fixtures import HistoryTarget, TemporaryPostgres

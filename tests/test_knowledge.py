@@ -17,7 +17,6 @@ from anonkit.releases.knowledge import Knowledge, knowledge, knowledge_views
 from anonkit.releases.publish import publish
 from anonkit.releases.store import HistoryStore, PreparedRelease, ReleaseView, multisets
 from history_helpers import churned_versions, make_request
-from test_attacks import requirements_from_verdicts  # noqa: F401
 
 
 def release(seq: int, members: dict[str, int], values: dict[str, object], *,

@@ -283,3 +283,26 @@ def test_verdicts_and_the_history_number_classes_alike(tmp_path: Path) -> None:
                                  view.labels.iloc[c].astype(str).tolist()).all(axis=1)))
                   for c in range(worst + 1)]
         assert firsts == sorted(firsts)
+
+
+def test_reports_and_metrics_work_from_any_release(tmp_path: Path) -> None:
+    from anonkit.report import render_report
+
+    df = ward()
+    request = PublishRequest(dataset="ward", key="pid", quasi_identifiers=["age", "zip", "sex"],
+                             sensitive=["disease"], method="with-counterfeits")
+    fake = with_counterfeits(df, request, _context(df, request))
+    verify_release(fake)
+    assert fake.metrics["n_rows"] == 18 and fake.metrics["prosecutor.max"] == 1 / 3
+    page = render_report(fake, df, tmp_path / "fake.html").read_text()
+    assert "generalized release" in page and "Counterfeit rows" in page
+    assert "counterfeit rows included" in page and "<b>seeded</b>" in page
+
+    pay = salaries()
+    request = PublishRequest(dataset="pay", key="pid", quasi_identifiers=["age", "zip"],
+                             sensitive=["income"], method="permuted-groups")
+    permuted = permuted_groups(pay, request, _context(pay, request))
+    verify_release(permuted)
+    page = render_report(permuted, pay, tmp_path / "permuted.html").read_text()
+    assert "permuted release" in page and "published group column group" in page
+    assert "Group column" in page

@@ -65,6 +65,11 @@ def verify_release(release: Release, *, force: bool = False) -> CheckReport | No
     release.class_ids = report.class_ids
     release.classes = class_table(release, report.class_ids, report.first_rows,
                                   report.quasi_identifiers)
+    if not release.metrics:  # a method that measured nothing still gets the class figures
+        from anonkit.metrics import class_metrics
+
+        release.metrics = class_metrics(report.class_sizes,
+                                        max(m.min_class_size() for m in release.models))
     release.verification = Verification(id(release.data), tuple(release.verdicts),
                                          release.class_ids, release.classes)
     return report

@@ -40,6 +40,7 @@ from anonkit.metrics.utility import cavg, discernibility, gcp, ncp, suppression_
 __all__ = [
     "RiskFigures",
     "cavg",
+    "class_metrics",
     "discernibility",
     "gcp",
     "journalist_risk",
@@ -87,20 +88,38 @@ def release_metrics(
     if int(algorithm_sizes.sum()) != n_rows:
         raise ValueError(f"the algorithm's classes hold {int(algorithm_sizes.sum())} rows but "
                          f"the released classes {n_rows}; both must count the released rows")
-    if suppressed < 0:
-        raise ValueError(f"suppressed must be >= 0, got {suppressed}")
-    n_total = n_rows + suppressed
     per_qi = ncp(generalized, algorithm_sizes, suppressed=suppressed)
     out: dict[str, float] = {
         "gcp": float(per_qi.mean()) if len(per_qi) else 0.0,
         **{f"ncp.{g.column}": float(v) for g, v in zip(generalized, per_qi, strict=True)},
+    }
+    for key, value in class_metrics(released_sizes, k, suppressed=suppressed,
+                                    population_size=population_size,
+                                    risk_threshold=risk_threshold).items():
+        out[key] = value
+        if key == "n_classes":
+            out["n_partitions"] = float(np.count_nonzero(algorithm_sizes))
+    return out
+
+
+def class_metrics(released_sizes: np.ndarray, k: int, *, suppressed: int = 0,
+                  population_size: int | None = None,
+                  risk_threshold: float = 0.2) -> dict[str, float]:
+    """The figures any release has, whatever its kind: from the rows per class as an
+    adversary groups them (DM, C_avg, suppression, prosecutor / journalist / marketer risk,
+    sample uniques). :func:`release_metrics` adds the generalization's information loss."""
+    released_sizes = np.asarray(released_sizes, dtype=np.int64)
+    n_rows = int(released_sizes.sum())
+    if suppressed < 0:
+        raise ValueError(f"suppressed must be >= 0, got {suppressed}")
+    n_total = n_rows + suppressed
+    out: dict[str, float] = {
         "discernibility": discernibility(released_sizes, suppressed, n_total),
         "cavg": cavg(released_sizes, k),
         "suppression_rate": suppression_rate(n_rows, suppressed),
         "n_rows": float(n_rows),
         "suppressed": float(suppressed),
         "n_classes": float(np.count_nonzero(released_sizes)),
-        "n_partitions": float(np.count_nonzero(algorithm_sizes)),
     }
     out |= risk_metrics(released_sizes, threshold=risk_threshold,
                         population_size=population_size, sample_size=n_total)
