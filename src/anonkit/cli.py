@@ -288,7 +288,7 @@ def methods_cmd() -> None:
 def run_anonymize(job: dict[str, Any], progress: bool = True) -> dict[str, Any]:
     """Run one anonymization job (see :func:`job_from`; ``options`` typed already)."""
     from anonkit import methods
-    from anonkit.io import check_output_path
+    from anonkit.io import check_output_path, output_format
 
     method = methods.get(job.get("method") or "mondrian")
     if method.anonymize is None:
@@ -302,7 +302,11 @@ def run_anonymize(job: dict[str, Any], progress: bool = True) -> dict[str, Any]:
     if not qis:
         raise InputError("no quasi-identifiers given: pass --qi a,b,c or set "
                          "quasi_identifiers in the config")
+    if str(job["output"]).endswith(("/", os.sep)):
+        raise InputError(f"the output {job['output']} names a folder; give a file name "
+                         f"(e.g. {job['output'].rstrip('/' + os.sep)}/release.csv)")
     check_output_path(job["input"], job["output"])
+    output_format(job["output"])
     report = Path(job["report"]) if job.get("report") else None
     if report is not None:
         check_output_path(job["input"], report)

@@ -73,6 +73,21 @@ _READ_BLOCK = 8 << 20
 _SEP_NAMES = {"tab": "\t", "\\t": "\t", "comma": ",", "semicolon": ";", "pipe": "|"}
 
 
+#: the suffixes an output file may have (anything else would silently be written as CSV)
+OUTPUT_SUFFIXES = (".csv", ".tsv", ".txt", *PARQUET_SUFFIXES)
+
+
+def output_format(path: str | Path, fmt: str | None = None) -> str:
+    """:func:`table_format` for a file to write: a suffix anonkit does not write (``.xlsx``,
+    ``.csv.gz``) is refused rather than written as plain CSV."""
+    path = Path(path)
+    if fmt is None and path.suffix.lower() not in OUTPUT_SUFFIXES:
+        raise InputError(f"cannot write {path.name}: anonkit writes CSV (.csv, .tsv, .txt) or "
+                         f"Parquet (.parquet, .pq) files; give the output one of those "
+                         f"suffixes")
+    return table_format(path, fmt)
+
+
 def table_format(path: str | Path, fmt: str | None = None) -> str:
     """``'csv'`` or ``'parquet'``: ``fmt`` when given, else from the file's suffix
     (``.parquet``/``.pq`` are Parquet, anything else CSV)."""
@@ -524,7 +539,7 @@ def write_table(table: pd.DataFrame | pa.Table, path: str | Path, fmt: str | Non
     cell, as it was read.
     """
     path = Path(path)
-    fmt = table_format(path, fmt)
+    fmt = output_format(path, fmt)
     if not isinstance(table, pa.Table):
         table = to_arrow(table)
     with atomic_write(path) as tmp:
@@ -687,8 +702,9 @@ def atomic_write(path: str | Path) -> Iterator[Path]:
     tmp = parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    except PermissionError:
-        raise InputError(f"cannot write to {parent}: permission denied") from None
+    except OSError as exc:  # read-only file system, /proc, no space left, permissions
+        raise InputError(f"cannot write to {parent}: {exc.strerror.lower()}; choose another "
+                         f"folder") from None
     os.close(fd)
     try:
         with suppress(FileNotFoundError):

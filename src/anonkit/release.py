@@ -201,7 +201,7 @@ class Release:
         """
         import pyarrow as pa
 
-        from anonkit.io import to_arrow, write_table
+        from anonkit.io import output_format, to_arrow, write_table
         from anonkit.verify import refuse_identifiers, verify_release
 
         verify_release(self)
@@ -218,6 +218,7 @@ class Release:
             order = list(column_order) if column_order is not None else list(columns)
             table = pa.table({name: columns[name] for name in order if name in columns})
         target = Path(path)
+        fmt = output_format(target, fmt)  # the auxiliary tables take the release's format
         written: list[Path] = []
         try:
             for name, aux in self.auxiliary.items():

@@ -79,7 +79,7 @@ class Schema:
         check_column_names(df)
         sensitive = [sensitive] if isinstance(sensitive, str) else list(sensitive or ())
         quasi_identifiers = list(quasi_identifiers)
-        kinds = {k: Kind(v) for k, v in (kinds or {}).items()}
+        kinds = {k: _kind(k, v) for k, v in (kinds or {}).items()}
         hierarchies = dict(hierarchies or {})
         orders = dict(orders or {})
         if not quasi_identifiers:
@@ -107,6 +107,9 @@ class Schema:
             for name in mapping:
                 if name not in df.columns:
                     raise InputError(f"{what} is given for unknown column {name!r}")
+        for name, role in named.items():
+            if role is not Role.IDENTIFIER:
+                _refuse_nested(df[name], name)
         specs = []
         for name in df.columns:
             role = named.get(name, Role.INSENSITIVE)
@@ -156,6 +159,26 @@ class Schema:
         """A plain description (for reports and the release history)."""
         return {c.name: {"role": c.role.value, "kind": (c.kind.value if c.kind else "")}
                 for c in self.columns}
+
+
+def _refuse_nested(series: pd.Series, name: str) -> None:
+    """A quasi-identifier or sensitive column must hold single values: a Parquet list or
+    struct column arrives as arrays or dicts (looked at in its first value only)."""
+    if series.dtype != object:
+        return
+    first = series.first_valid_index()
+    if first is not None and isinstance(series[first], list | tuple | dict | set | np.ndarray):
+        raise InputError(f"column {name!r} holds lists or structures, not single values (a "
+                         f"nested Parquet type); give it as plain values, or do not name it "
+                         f"as a quasi-identifier or sensitive column")
+
+
+def _kind(column: str, kind: Kind | str) -> Kind:
+    try:
+        return Kind(kind)
+    except ValueError:
+        raise InputError(f"unknown kind {kind!r} for column {column!r}; use one of "
+                         f"{', '.join(k.value for k in Kind)}") from None
 
 
 def check_column_names(df: pd.DataFrame) -> None:
@@ -534,7 +557,12 @@ class _Seen:
 def _seen_values(series: pd.Series, name: str, kind: Kind, allow_missing: bool) -> _Seen:
     """Factorize a column (one pass, none for a Categorical), then find its missing values
     and parse the distinct others into the column's type."""
-    raw_codes, raw_uniques = _factorize(series)
+    try:
+        raw_codes, raw_uniques = _factorize(series)
+    except TypeError:  # unhashable cells: lists, arrays or structs (Parquet nested types)
+        raise InputError(f"column {name!r} holds lists or structures, not single values "
+                         f"(a nested Parquet type); give it as plain values, or do not name "
+                         f"it as a quasi-identifier or sensitive column") from None
     if raw_uniques.dtype == object:
         text = np.array([str(u).strip() for u in raw_uniques], dtype=object)
         blank = text == ""
@@ -558,6 +586,8 @@ def _seen_values(series: pd.Series, name: str, kind: Kind, allow_missing: bool) 
 
 
 def _missing_rows(raw_codes: np.ndarray, blank: np.ndarray) -> np.ndarray:
+    if len(blank) == 0:  # no value at all: every row is missing
+        return np.ones(len(raw_codes), dtype=bool)
     return (raw_codes < 0) | blank[np.maximum(raw_codes, 0)]
 
 
@@ -838,9 +868,11 @@ def _typed_values(distinct: np.ndarray, kind: Kind, name: str,
     ``where(i)`` says where value ``i`` is (``"row 7"``) for a message."""
     if kind is Kind.NUMERIC:
         if distinct.dtype != object:
+            _refuse_infinite(distinct, name, where)
             return distinct
         converted = pd.to_numeric(pd.Series(distinct), errors="coerce").to_numpy()
         as_float = converted.astype(np.float64)
+        _refuse_infinite(as_float, name, where)
         bad = np.isnan(as_float)
         if bad.any():
             i = int(np.argmax(bad))
@@ -856,8 +888,13 @@ def _typed_values(distinct: np.ndarray, kind: Kind, name: str,
                 f"{name}=categorical) to keep its values exact")
         return converted
     if kind is Kind.DATE:
-        if distinct.dtype != object:
+        if distinct.dtype.kind == "M":
             return distinct
+        if distinct.dtype != object:  # numbers are no dates (pandas would count them as ns)
+            raise InputError(
+                f"column {name!r} is declared a date column but holds numbers ({where(0)} "
+                f"has {distinct[0].item()!r}); give ISO dates (2024-01-31) or declare it "
+                f"numeric")
         converted = pd.to_datetime(pd.Series(distinct), errors="coerce")
         bad = converted.isna().to_numpy()
         if bad.any():
@@ -867,6 +904,16 @@ def _typed_values(distinct: np.ndarray, kind: Kind, name: str,
                 f"has {distinct[i]!r}; use ISO dates (2024-01-31) or declare it categorical")
         return converted.to_numpy()
     return np.array([str(v) for v in distinct], dtype=object)
+
+
+def _refuse_infinite(values: np.ndarray, name: str, where: Callable[[int], str]) -> None:
+    """An infinite number is no value a range can generalize (it would read [21-inf])."""
+    if values.dtype.kind == "f":
+        infinite = np.isinf(values)
+        if infinite.any():
+            i = int(np.argmax(infinite))
+            raise InputError(f"column {name!r} is numeric but {where(i)} has {values[i].item()!r}; "
+                             f"give a finite number or leave the cell empty (missing)")
 
 
 #: float64 holds every integer of smaller magnitude exactly (2**53 + 1 it does not)

@@ -17,10 +17,15 @@ def read_arx_hierarchy(path: str | Path, name: str = "", delimiter: str = ";") -
     UTF-8 byte-order mark are tolerated.
     """
     path = Path(path)
+    if path.is_dir():
+        raise InputError(f"hierarchy file {path} is a folder; give the hierarchy's CSV file "
+                         f"(--hierarchy {name or 'column'}=FILE)")
     try:
         text = path.read_bytes().decode("utf-8-sig")
     except FileNotFoundError:
         raise InputError(f"hierarchy file not found: {path}") from None
+    except OSError as exc:
+        raise InputError(f"cannot read the hierarchy file {path}: {exc.strerror}") from None
     except UnicodeDecodeError as exc:
         raise InputError(
             f"hierarchy file {path} is not UTF-8 (byte {exc.start}); re-save it as UTF-8"

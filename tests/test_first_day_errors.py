@@ -1,0 +1,83 @@
+"""Bad inputs that were tracebacks (exit 1) or silently wrong: each is exit 2 now, with one
+line naming the culprit, and nothing written (issue "a steward's first day", the error
+items)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from anonkit.cli import main
+
+
+@pytest.fixture()
+def folder(tmp_path: Path) -> Path:
+    df = pd.DataFrame({"age": [21, 35, 40, 50, 60, 70], "sex": list("FMFMFM"),
+                       "d": list("xyxyxy"), "empty": [None] * 6})
+    df.to_csv(tmp_path / "t.csv", index=False)
+    infinite = df.assign(age=df["age"].astype(float))
+    infinite.loc[3, "age"] = -np.inf
+    infinite.to_csv(tmp_path / "inf.csv", index=False)
+    pd.DataFrame({"age": [[1, 2]] * 6, "d": list("xyxyxy")}).to_parquet(tmp_path / "l.parquet")
+    (tmp_path / "folder").mkdir()
+    return tmp_path
+
+
+def refused(folder: Path, *args: str) -> str:
+    result = CliRunner().invoke(main, ["anonymize", *args])
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.output.splitlines() if line]
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.output
+    assert not (folder / "o.csv").exists()
+    return lines[0]
+
+
+@pytest.mark.parametrize(("args", "fragment"), [
+    (["--qi", "age,sex", "--hierarchy", "sex={folder}/folder"], "is a folder"),
+    (["--qi", "age,empty"], "column 'empty' has 6 missing value(s)"),
+    (["--qi", "age,sex", "--kind", "age=float"], "unknown kind 'float' for column 'age'"),
+    (["--qi", "age", "--kind", "age=date"], "declared a date column but holds numbers"),
+])
+def test_bad_column_descriptions(folder: Path, args: list[str], fragment: str) -> None:
+    args = [a.format(folder=folder) for a in args]
+    ids = "d" if "empty" in args[1] else "d,empty"
+    line = refused(folder, str(folder / "t.csv"), "-o", str(folder / "o.csv"), "-k", "2",
+                   "--id", ids, *args)
+    assert fragment in line
+
+
+def test_an_infinite_number_is_refused_not_released_as_a_range(folder: Path) -> None:
+    line = refused(folder, str(folder / "inf.csv"), "-o", str(folder / "o.csv"), "--qi", "age",
+                   "--id", "sex,d,empty", "-k", "2")
+    assert "column 'age'" in line and "-inf" in line and "row 3" in line
+
+
+def test_a_nested_parquet_column_is_refused(folder: Path) -> None:
+    line = refused(folder, str(folder / "l.parquet"), "-o", str(folder / "o.csv"), "--qi",
+                   "age", "--id", "d", "-k", "2")
+    assert "column 'age' holds lists or structures" in line
+
+
+@pytest.mark.parametrize("name", ["o.xlsx", "o.csv.gz", "o.json"])
+def test_outputs_anonkit_does_not_write_are_refused(folder: Path, name: str) -> None:
+    line = refused(folder, str(folder / "t.csv"), "-o", str(folder / name), "--qi", "age",
+                   "--id", "sex,d,empty", "-k", "2")
+    assert f"cannot write {name}" in line
+    assert not (folder / name).exists()
+
+
+def test_an_output_naming_a_folder_is_refused(folder: Path) -> None:
+    line = refused(folder, str(folder / "t.csv"), "-o", f"{folder}/new/", "--qi", "age",
+                   "--id", "sex,d,empty", "-k", "2")
+    assert "names a folder" in line
+    assert not (folder / "new").exists()
+
+
+def test_an_output_where_nothing_can_be_written_is_refused(folder: Path) -> None:
+    line = refused(folder, str(folder / "t.csv"), "-o", "/proc/o.csv", "--qi", "age",
+                   "--id", "sex,d,empty", "-k", "2")
+    assert "cannot write to /proc" in line
