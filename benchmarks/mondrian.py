@@ -402,7 +402,7 @@ def census_runs(source: Path, qis: list[str], runs: int) -> ChildRuns:
     """``runs`` fresh ``anonkit anonymize`` processes on the census CSV ``source``."""
     argv = [*anonkit_cli(), "anonymize", str(source), "-o",
             str(source.with_name(source.stem + "-out.csv")), "--qi", ",".join(qis), "--id",
-            "id", "--sensitive", "disease", "-k", "10", "--json"]
+            "id", "--sensitive", "disease", "--insensitive", "*", "-k", "10", "--json"]
     return ChildRuns([run_child(argv) for _ in range(runs)])
 
 

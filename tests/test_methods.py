@@ -68,7 +68,8 @@ def test_thresholds_are_enforced_and_shown_exactly_as_given(table: Path,
     """``-t 0.12345678`` was formatted with %g and enforced as t = 0.123457."""
     out = tmp_path / "r.csv"
     code, output = run("anonymize", table, "-o", out, "--qi", "age,zip,sex", "--id", "pid",
-                       "--sensitive", "disease", "-k", "5", "-t", "0.92345678", "--json")
+                       "--sensitive", "disease", "--drop", "income", "-k", "5", "-t",
+                       "0.92345678", "--json")
     assert code == 0, output
     verdicts = json.loads(output)["verdicts"]
     closeness = next(v for v in verdicts if v["model"] == "t-closeness")
@@ -141,7 +142,8 @@ def test_a_job_file_with_typed_values_runs(table: Path, tmp_path: Path) -> None:
     job.write_text(f'input = "{table}"\noutput = "r.csv"\nidentifiers = ["pid"]\n'
                    'quasi_identifiers = ["age", "zip", "sex"]\nsensitive = "disease"\n'
                    'k = 5\nmodels = ["entropy-l=1.5"]\nallow_missing = false\n'
-                   'strategy = "entropy"\n[generalization]\nzip = "range"\n')
+                   'strategy = "entropy"\ninsensitive = ["income"]\n'
+                   '[generalization]\nzip = "range"\n')
     code, output = run("anonymize", "--config", job, "-k", "6")  # the command line wins
     assert code == 0, output
     assert "PASS k-anonymity (k=6)" in output and "entropy l-diversity" in output

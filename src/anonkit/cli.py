@@ -24,7 +24,7 @@ from anonkit.options import as_list
 #: keys of a job file besides the methods' options (see anonkit.methods)
 JOB_KEYS = {
     "input", "output", "report", "method", "quasi_identifiers", "sensitive", "identifiers",
-    "hierarchies", "kinds", "separator",
+    "insensitive", "drop", "hierarchies", "kinds", "separator",
 }
 
 
@@ -134,7 +134,8 @@ def main() -> None:
 
 
 def role_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """The columns' roles and descriptions: --qi, --sensitive, --id, --hierarchy, --kind."""
+    """The columns' roles and descriptions: --qi, --sensitive, --id, --insensitive, --drop,
+    --hierarchy, --kind."""
     for decorator in reversed([
         click.option("--qi", help="Quasi-identifiers, comma-separated."),
         click.option("--sensitive", help="Sensitive column(s), comma-separated."),
@@ -144,6 +145,11 @@ def role_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                      help="An ARX hierarchy CSV for a column (repeatable)."),
         click.option("--kind", "kinds", multiple=True, metavar="COLUMN=KIND",
                      help="numeric, categorical, ordinal or date (repeatable)."),
+        click.option("--insensitive", metavar="COLUMNS",
+                     help="Columns released unchanged, comma-separated; '*' for every column "
+                          "given no other role. Every column needs a role."),
+        click.option("--drop", metavar="COLUMNS",
+                     help="Columns left out of the release, comma-separated."),
     ]):
         fn = decorator(fn)
     return fn
@@ -221,8 +227,10 @@ def job_from(config: Mapping[str, Any], given: Mapping[str, Any],
     method = methods.get(job.get("method") or "mondrian")
     job["method"] = method.name
     job["options"] = methods.parse_job_options(method, file_options, method_values)
-    for key in ("quasi_identifiers", "sensitive", "identifiers"):
+    for key in ("quasi_identifiers", "sensitive", "identifiers", "drop"):
         job[key] = methods.split_csv(job.get(key), key)
+    if job.get("insensitive") != "*":
+        job["insensitive"] = methods.split_csv(job.get("insensitive"), "insensitive")
     job["hierarchies"] = dict(file_job.get("hierarchies") or {}) | methods.column_values(
         "hierarchy", list(given.get("hierarchy_pairs") or ()), "cli")
     kinds = file_job.get("kinds") or {}
@@ -245,16 +253,17 @@ def job_from(config: Mapping[str, Any], given: Mapping[str, Any],
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
 def anonymize(input_path: str | None, output: str | None, config_path: Path | None,
               qi: str | None, sensitive: str | None, identifiers: str | None,
-              hierarchies: tuple[str, ...], kinds: tuple[str, ...], method: str | None,
-              separator: str | None, report: Path | None, as_json: bool,
-              **method_values: Any) -> None:
+              hierarchies: tuple[str, ...], kinds: tuple[str, ...], insensitive: str | None,
+              drop: str | None, method: str | None, separator: str | None,
+              report: Path | None, as_json: bool, **method_values: Any) -> None:
     """Anonymize INPUT with a one-shot method (default: Mondrian) and write a verified
     release to OUTPUT."""
 
     def body() -> int:
         given = {
             "input": input_path, "output": output, "quasi_identifiers": qi,
-            "sensitive": sensitive, "identifiers": identifiers, "method": method,
+            "sensitive": sensitive, "identifiers": identifiers, "insensitive": insensitive,
+            "drop": drop, "method": method,
             "separator": separator, "report": str(report) if report else None,
             "hierarchy_pairs": hierarchies, "kind_pairs": kinds,
         }
@@ -385,38 +394,74 @@ def run_anonymize(job: dict[str, Any], progress: bool = True) -> dict[str, Any]:
 
 
 def _read_job_input(job: dict[str, Any], qis: list[str]) -> tuple[Any, list[str], bool]:
-    """The input as an Arrow table, the columns the job names (in table order), and
-    whether the others are verbatim text. Imports no pandas: it runs while pandas is.
+    """The input as an Arrow table (dropped columns left out), the columns the algorithm
+    works on (in table order), and whether the insensitive ones are verbatim text. Imports
+    no pandas: it runs while pandas is.
 
-    Columns nobody gave a role are released unchanged: they stay in Arrow, never loaded
-    into pandas, and when both files are CSV they are read as text and written back as it
-    was (``007`` stays ``007``, ``1.50`` stays ``1.50``), which is also the cheapest way.
+    Every column needs a role (:func:`column_roles`). Insensitive columns are released
+    unchanged: they stay in Arrow, never loaded into pandas, and when both files are CSV
+    they are read as text and written back as it was (``007`` stays ``007``, ``1.50``
+    stays ``1.50``), which is also the cheapest way.
     """
     from anonkit.io import read_arrow, table_columns, table_format
 
     sep = job.get("separator")
     names = table_columns(job["input"], sep)
-    named: dict[str, str] = {}
+    named = {*qis, *as_list(job.get("sensitive")), *as_list(job.get("identifiers")),
+             *as_list(job.get("drop"))}
+    insensitive = [name for name in names if name not in named] \
+        if job.get("insensitive") == "*" else list(job.get("insensitive") or [])
+    verbatim = table_format(job["input"]) == "csv" and table_format(job["output"]) == "csv"
+    table = read_arrow(job["input"], sep,
+                       text_columns=[n for n in insensitive if n in names] if verbatim else (),
+                       dictionary_text=True)
+    roles = column_roles(names, job, qis)  # after reading: an unreadable file is told first
+    dropped = [name for name in names if roles[name] == "drop"]
+    if dropped:
+        table = table.drop_columns(dropped)
+    worked_on = [name for name in names if roles[name] not in ("insensitive", "drop")]
+    return table, worked_on, verbatim
+
+
+def column_roles(names: Sequence[str], job: Mapping[str, Any],
+                 qis: Sequence[str]) -> dict[str, str]:
+    """Every column's role, by name. Every column needs one, as in ARX: a column nobody
+    named would otherwise go out raw, so it is an error that names the columns. A
+    hierarchy or kind describes a quasi-identifier or sensitive column, a generalization
+    a quasi-identifier; on any other column it is an error too."""
+    roles: dict[str, str] = {}
+    insensitive = job.get("insensitive") or []
     for role, columns in (("quasi-identifier", qis),
                           ("sensitive", as_list(job.get("sensitive"))),
-                          ("identifier", as_list(job.get("identifiers")))):
+                          ("identifier", as_list(job.get("identifiers"))),
+                          ("insensitive", [] if insensitive == "*" else insensitive),
+                          ("drop", as_list(job.get("drop")))):
         for name in columns:
-            named.setdefault(name, role)
+            if name not in names:
+                raise InputError(f"unknown column {name!r} given as {role}; the table has: "
+                                 f"{', '.join(names)}")
+            if name in roles and roles[name] != role:
+                raise InputError(f"column {name!r} is given two roles: {roles[name]} and "
+                                 f"{role}; give it one")
+            roles[name] = role
     generalization = (job.get("options") or {}).get("generalization") or {}
-    for columns, option in ((job.get("hierarchies") or {}, "hierarchy"),
-                            (generalization, "generalization"),
-                            (job.get("kinds") or {}, "kind")):
+    for columns, option, allowed in (
+            (job.get("hierarchies") or {}, "hierarchy", ("quasi-identifier", "sensitive")),
+            (job.get("kinds") or {}, "kind", ("quasi-identifier", "sensitive")),
+            (generalization, "generalization", ("quasi-identifier",))):
         for name in columns:
-            named.setdefault(name, f"--{option} column")
-    others = [name for name in names if name not in named]
-    verbatim = table_format(job["input"]) == "csv" and table_format(job["output"]) == "csv"
-    table = read_arrow(job["input"], sep, text_columns=others if verbatim else (),
-                       dictionary_text=True)
-    for name, role in named.items():  # after reading: an unreadable file is told first
-        if name not in names:
-            raise InputError(f"unknown column {name!r} given as {role}; the table has: "
-                             f"{', '.join(names)}")
-    return table, [name for name in names if name in named], verbatim
+            if roles.get(name) not in allowed:
+                what = roles.get(name, "a column with no role")
+                raise InputError(f"--{option} {name}=...: {name!r} is {what}; a {option} "
+                                 f"describes a {' or '.join(allowed)} column (name it with "
+                                 f"--qi{' or --sensitive' if len(allowed) > 1 else ''})")
+    others = [name for name in names if name not in roles]
+    if others and insensitive != "*":
+        raise InputError(f"column(s) with no role: {', '.join(others)}. Give every column a "
+                         f"role: --qi, --sensitive, --id (dropped, an identifier), "
+                         f"--insensitive (released unchanged) or --drop; --insensitive '*' "
+                         f"releases all the others unchanged")
+    return roles | dict.fromkeys(others, "insensitive")
 
 
 @main.command()

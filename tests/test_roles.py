@@ -1,0 +1,93 @@
+"""Every column needs a role: a column nobody named would go out raw. --insensitive
+releases columns unchanged (``'*'``: all the others), --drop leaves them out; a hierarchy,
+kind or generalization describes a quasi-identifier (or, for the first two, a sensitive
+column) and is an error on any other."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from anonkit.cli import main
+from anonkit.datasets import load_adult
+from history_helpers import people
+
+
+@pytest.fixture()
+def table(tmp_path: Path) -> Path:
+    path = tmp_path / "people.csv"
+    df = people(np.arange(120))
+    df["note"] = "007"  # text that a number would rewrite
+    df.to_csv(path, index=False)
+    return path
+
+
+def run(*args: object) -> tuple[int, str]:
+    result = CliRunner().invoke(main, [str(a) for a in args])
+    return result.exit_code, result.output
+
+
+def base(table: Path, out: Path) -> list[object]:
+    return ["anonymize", table, "-o", out, "--qi", "age,zip", "--sensitive", "disease",
+            "--id", "pid", "-k", "5"]
+
+
+def test_a_column_with_no_role_is_an_error(table: Path, tmp_path: Path) -> None:
+    out = tmp_path / "r.csv"
+    code, output = run(*base(table, out))
+    assert code == 2, output
+    assert "column(s) with no role: sex, income, note" in output
+    assert not out.exists()
+
+
+def test_insensitive_columns_are_released_unchanged(table: Path, tmp_path: Path) -> None:
+    out = tmp_path / "r.csv"
+    code, output = run(*base(table, out), "--insensitive", "sex,note", "--drop", "income")
+    assert code == 0, output
+    released = pd.read_csv(out, dtype=str)
+    assert list(released.columns) == ["age", "zip", "sex", "disease", "note"]
+    assert set(released["note"]) == {"007"}
+    assert "released unchanged (insensitive): sex, note" in output
+
+
+def test_insensitive_star_releases_every_other_column(table: Path, tmp_path: Path) -> None:
+    out = tmp_path / "r.csv"
+    code, output = run(*base(table, out), "--insensitive", "*")
+    assert code == 0, output
+    assert list(pd.read_csv(out).columns) == ["age", "zip", "sex", "disease", "income",
+                                              "note"]
+
+
+@pytest.mark.parametrize(("extra", "fragment"), [
+    # the issue's case: sex has a hierarchy but is not a QI; it used to go out raw, silently
+    (["--hierarchy", "sex={hierarchy}", "--insensitive", "*"], "--hierarchy sex=...: 'sex' is"),
+    (["--kind", "income=numeric", "--insensitive", "*"], "--kind income=...: 'income' is"),
+    (["--generalization", "disease=set", "--insensitive", "*"],
+     "--generalization disease=...: 'disease' is sensitive"),
+    (["--insensitive", "age"], "column 'age' is given two roles"),
+    (["--drop", "nope", "--insensitive", "*"], "unknown column 'nope' given as drop"),
+])
+def test_descriptions_of_columns_that_are_not_quasi_identifiers(
+        table: Path, tmp_path: Path, extra: list[str], fragment: str) -> None:
+    hierarchy = load_adult().path.parent / "adult_hierarchy_sex.csv"
+    out = tmp_path / "r.csv"
+    code, output = run(*base(table, out), *[e.format(hierarchy=hierarchy) for e in extra])
+    assert code == 2 and fragment in output, output
+    assert not out.exists()
+
+
+def test_job_files_name_roles_too(table: Path, tmp_path: Path) -> None:
+    job = tmp_path / "job.toml"
+    common = (f'input = "{table}"\noutput = "r.csv"\nquasi_identifiers = ["age", "zip"]\n'
+              'sensitive = "disease"\nidentifiers = ["pid"]\nk = 5\n')
+    job.write_text(common)
+    code, output = run("anonymize", "--config", job)
+    assert code == 2 and "column(s) with no role: sex, income, note" in output
+    job.write_text(common + 'insensitive = "*"\ndrop = ["note"]\n')
+    code, output = run("anonymize", "--config", job)
+    assert code == 0, output
+    assert "note" not in pd.read_csv(tmp_path / "r.csv").columns
