@@ -221,10 +221,16 @@ def test_check_does_not_mutate_models(released: pd.DataFrame) -> None:
     assert model.attribute is None
 
 
-def test_missing_sensitive_value_is_a_value() -> None:
-    df = pd.DataFrame({"q": ["a", "a", "b", "b"], "s": ["x", None, "x", "y"]})
-    report = check(df, ["q"], "s", "l=2")
-    assert report.passed and report.verdicts[0].measured == 2
+def test_missing_sensitive_values_count_toward_l_only_when_asked() -> None:
+    """A class holding hiv and two blanks used to pass l=2: a blank tells an adversary
+    nothing, so by default it is no value; ``missing_counts=true`` counts it."""
+    df = pd.DataFrame({"q": ["a", "a", "a", "b", "b"], "s": ["hiv", None, "", "x", "y"]})
+    for model in ("l=2", "entropy-l=1.5", "recursive-cl=3,2"):
+        report = check(df, ["q"], "s", model)
+        assert not report.passed and report.verdicts[0].worst_class == 0, model
+        counted = check(df, ["q"], "s", f"{model},missing_counts=true")
+        assert counted.passed, model
+    assert check(df, ["q"], "s", "l=2").verdicts[0].measured == 1
 
 
 # -- agreement with pycanon ----------------------------------------------------------------

@@ -419,14 +419,17 @@ def requirement_tuples(model: PrivacyModel) -> list[tuple[str, str, float, str |
 def test_cross_release_requirements() -> None:
     assert requirement_tuples(KAnonymity(5)) == [("k-anonymity", "candidates", 5, None)]
     assert requirement_tuples(DistinctLDiversity(3, attribute="s")) == [
+        ("distinct l-diversity", "distinct_present", 3, "s")]
+    # a missing value counts toward l only when asked to, and then across releases too
+    assert requirement_tuples(DistinctLDiversity(3, "s", missing_counts=True)) == [
         ("distinct l-diversity", "distinct", 3, "s")]
     # entropy >= ln(l) needs at least l values: ceil(2.5) = 3, and l = 2 needs 2
     assert requirement_tuples(EntropyLDiversity(2.5, attribute="s")) == [
-        ("entropy l-diversity", "distinct", 3, "s")]
+        ("entropy l-diversity", "distinct_present", 3, "s")]
     assert requirement_tuples(EntropyLDiversity(2)) == [
-        ("entropy l-diversity", "distinct", 2, None)]
+        ("entropy l-diversity", "distinct_present", 2, None)]
     assert requirement_tuples(RecursiveCLDiversity(3, 4, attribute="s")) == [
-        ("recursive (c,l)-diversity", "distinct", 4, "s")]
+        ("recursive (c,l)-diversity", "distinct_present", 4, "s")]
     assert requirement_tuples(KEAnonymity(3, 2000, attribute="salary")) == [
         ("(k,e)-anonymity", "distinct_present", 3, "salary"),
         ("(k,e)-anonymity", "range", 2000, "salary")]
@@ -530,14 +533,20 @@ def reference_levels(model: PrivacyModel, groups: list[list[object]],
         q_of = {c: counts[c] / len(g) for c in counts}
         if isinstance(model, KAnonymity):
             out.append(float(len(g)))
-        elif isinstance(model, DistinctLDiversity):
-            out.append(float(len(counts)))
-        elif isinstance(model, EntropyLDiversity):
-            out.append(math.exp(-sum(q * math.log(q) for q in q_of.values())))
-        elif isinstance(model, RecursiveCLDiversity):
-            r = sorted(counts.values(), reverse=True)
-            tail = sum(r[model.l - 1:])
-            out.append(r[0] / tail if tail else math.inf)
+        elif isinstance(model, DistinctLDiversity | EntropyLDiversity | RecursiveCLDiversity):
+            # a missing value counts toward l only when the model says so
+            kept = {c: m for c, m in counts.items()
+                    if model.missing_counts or c != attr.missing_code}
+            if isinstance(model, DistinctLDiversity):
+                out.append(float(len(kept)))
+            elif isinstance(model, EntropyLDiversity):
+                size = sum(kept.values())
+                out.append(math.exp(-sum(m / size * math.log(m / size)
+                                         for m in kept.values())))
+            else:
+                r = sorted(kept.values(), reverse=True)
+                tail = sum(r[model.l - 1:])
+                out.append(r[0] / tail if tail else math.inf)
         elif isinstance(model, DeltaDisclosure):
             out.append(max(abs(math.log(q / p_of[c])) for c, q in q_of.items()))
         elif isinstance(model, EnhancedBetaLikeness):
@@ -617,6 +626,10 @@ ALL_MODELS: list[PrivacyModel] = [
     TCloseness(0.3), DeltaDisclosure(1.0), BetaLikeness(1.0), EnhancedBetaLikeness(1.0),
     KEAnonymity(2, 1500), MUniqueness(2),
 ]
+#: the l-diversity models counting a missing value as a value
+COUNTING_MISSING: list[PrivacyModel] = [
+    DistinctLDiversity(2, missing_counts=True), EntropyLDiversity(1.5, missing_counts=True),
+    RecursiveCLDiversity(2, 2, missing_counts=True)]
 HIERARCHY_3 = Hierarchy([["a", "AB", "ABC", "*"], ["b", "AB", "ABC", "*"],
                          ["c", "c", "ABC", "*"], ["d", "DE", "DE", "*"],
                          ["e", "DE", "DE", "*"], ["f", "*"]])
@@ -639,7 +652,7 @@ def test_levels_match_definitions_numeric(groups: list[list[object]], missing: b
     classes = table(groups)
     attr = classes.attribute(None)
     for model in [*ALL_MODELS, TCloseness(0.3, "equal"), RecursiveCLDiversity(3, 3),
-                  KEAnonymity(3, 0)]:
+                  KEAnonymity(3, 0), *COUNTING_MISSING]:
         assert model.levels(classes) == pytest.approx(
             reference_levels(model, groups, attr), abs=1e-9), model
 
@@ -654,7 +667,7 @@ def test_levels_match_definitions_categorical(groups: list[list[object]],
         classes = table(groups, kind=Kind.CATEGORICAL, hierarchy=hierarchy)
         attr = classes.attribute(None)
         models = [m for m in ALL_MODELS if not isinstance(m, KEAnonymity)]
-        models += [TCloseness(0.3, "ordered"), RecursiveCLDiversity(3, 3)]
+        models += [TCloseness(0.3, "ordered"), RecursiveCLDiversity(3, 3), *COUNTING_MISSING]
         for model in models:
             assert model.levels(classes) == pytest.approx(
                 reference_levels(model, groups, attr), abs=1e-9), (model, hierarchy)

@@ -63,6 +63,15 @@ class SensitiveAttribute:
         return len(self.values)
 
     @cached_property
+    def missing_code(self) -> int:
+        """The code of a missing value (the last code, when the column has one), else -1."""
+        if not self.n_values:
+            return -1
+        last = self.values[-1]
+        missing = last is None or (isinstance(last, float) and math.isnan(last))
+        return self.n_values - 1 if missing else -1
+
+    @cached_property
     def magnitudes(self) -> np.ndarray:
         """Numeric position of each code (value for numeric, rank otherwise)."""
         if self.kind is Kind.NUMERIC:
@@ -119,6 +128,15 @@ class ValueCounts:
     def starts(self) -> np.ndarray:
         """Offset of each class's first entry (every class has at least one entry)."""
         return np.searchsorted(self.class_index, np.arange(self.n_classes))
+
+    def without(self, value_code: int) -> ValueCounts:
+        """The same histogram without one value (e.g. the missing one); classes that held
+        only that value keep no entry."""
+        if value_code < 0:
+            return self
+        keep = self.value_code != value_code
+        return ValueCounts(self.class_index[keep], self.value_code[keep], self.count[keep],
+                           self.n_classes)
 
     def per_class_sum(self, x: np.ndarray) -> np.ndarray:
         return np.bincount(self.class_index, weights=x, minlength=self.n_classes)

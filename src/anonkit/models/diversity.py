@@ -1,14 +1,22 @@
 """l-diversity in its three classic forms (Machanavajjhala et al., ICDE 2006 / TKDD 2007).
 
 All three read the sparse per-class histogram of the sensitive attribute
-(:meth:`Classes.value_counts`) and reduce it per class with ``bincount`` / ``reduceat``;
-there is no loop over classes. A missing sensitive value (NaN / None / blank) is one value
-of its own, like any other: it is what the release shows for those rows.
+(:meth:`Classes.value_counts`) and reduce it per class with ``bincount``; there is no loop
+over classes.
+
+A missing sensitive value (NaN / None / blank) does not count toward l by default: a class
+holding hiv and two blanks has one value, not two, since a blank tells an adversary nothing
+about what hides behind it. ``missing_counts=true`` in the model text
+(``missing_counts=True`` in Python) counts it as a value of its own. (Quasi-identifiers are
+another matter: there a missing value is a value, which the release shows and by which an
+adversary groups rows.)
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
 
 import numpy as np
 
@@ -18,12 +26,68 @@ from anonkit.models.base import (
     CrossReleaseRequirement,
     PrivacyModel,
     SensitiveAttribute,
+    ValueCounts,
+    exact_number,
     real_number,
     whole_number,
 )
 
+#: the values of the ``missing_counts`` option, the default first
+MISSING_COUNTS = ("false", "true")
 
-class DistinctLDiversity(PrivacyModel):
+
+class _MissingValues(PrivacyModel):
+    """What the three l-diversity models share: whether a missing sensitive value counts
+    toward l (see the module)."""
+
+    missing_counts: bool = False
+    text_options: ClassVar[Mapping[str, tuple[str, ...]]] = {"missing-counts": MISSING_COUNTS}
+
+    @property
+    def parameters(self) -> dict[str, object]:
+        params = self._parameters()
+        if self.missing_counts:
+            params["missing_counts"] = True
+        return params
+
+    def _parameters(self) -> dict[str, object]:
+        raise NotImplementedError
+
+    @classmethod
+    def from_text(cls, key: str, numbers: Sequence[float],
+                  options: Mapping[str, str]) -> PrivacyModel:
+        return cls(*numbers, missing_counts=options.get("missing-counts") == "true")  # type: ignore[call-arg]
+
+    def text_option_values(self) -> dict[str, str]:
+        return {"missing-counts": MISSING_COUNTS[int(self.missing_counts)]}
+
+    def counts(self, classes: Classes) -> ValueCounts:
+        """The class histograms this model reads: without the missing value unless it
+        counts."""
+        vc = classes.value_counts(self.attribute)
+        if self.missing_counts:
+            return vc
+        return vc.without(classes.attribute(self.attribute).missing_code)
+
+    def distinct_requirement(self, level: float) -> list[CrossReleaseRequirement]:
+        measure = "distinct" if self.missing_counts else "distinct_present"
+        return [CrossReleaseRequirement(self.name, measure, level, self.attribute)]
+
+    def check_attribute(self, attribute: SensitiveAttribute) -> None:
+        need = self.min_distinct_values()
+        present = attribute.reference_counts > 0
+        if not self.missing_counts and attribute.missing_code >= 0:
+            present[attribute.missing_code] = False
+        have = int(np.count_nonzero(present))
+        if need > have:
+            raise InputError(f"{self.name}: l={exact_number(self.parameters['l'])} but "
+                             f"{attribute.name!r} has only {have} distinct value"
+                             f"{'s' if have != 1 else ''}"
+                             f"{'' if self.missing_counts else ' (missing not counted)'}; "
+                             f"no grouping can meet it")
+
+
+class DistinctLDiversity(_MissingValues):
     """Every class holds at least ``l`` distinct sensitive values.
 
     Level: the number of distinct values in the class; pass iff level >= l, compared
@@ -37,16 +101,17 @@ class DistinctLDiversity(PrivacyModel):
     text_keys = ("l", "distinct-l")
     text_numbers = ("l",)
 
-    def __init__(self, l: int, attribute: str | None = None) -> None:  # noqa: E741
+    def __init__(self, l: int, attribute: str | None = None,  # noqa: E741
+                 missing_counts: bool = False) -> None:
         self.l = whole_number("l", l, 1)
         self.attribute = attribute
+        self.missing_counts = bool(missing_counts)
 
     @property
     def threshold(self) -> float:
         return float(self.l)
 
-    @property
-    def parameters(self) -> dict[str, object]:
+    def _parameters(self) -> dict[str, object]:
         return {"l": self.l}
 
     def min_class_size(self) -> int:
@@ -56,13 +121,14 @@ class DistinctLDiversity(PrivacyModel):
         return self.l
 
     def cross_release_requirements(self) -> list[CrossReleaseRequirement]:
-        return [CrossReleaseRequirement(self.name, "distinct", float(self.l), self.attribute)]
+        return self.distinct_requirement(float(self.l))
 
     def levels(self, classes: Classes) -> np.ndarray:
-        return classes.distinct_values(self.attribute).astype(np.float64)
+        vc = self.counts(classes)
+        return np.bincount(vc.class_index, minlength=classes.n_classes).astype(np.float64)
 
 
-class EntropyLDiversity(PrivacyModel):
+class EntropyLDiversity(_MissingValues):
     """The entropy of every class's sensitive distribution is at least ``ln(l)``.
 
     Level: ``exp(entropy)`` with the natural log, the "effective number of values" (as
@@ -85,16 +151,17 @@ class EntropyLDiversity(PrivacyModel):
     text_keys = ("entropy-l",)
     text_numbers = ("l",)
 
-    def __init__(self, l: float, attribute: str | None = None) -> None:  # noqa: E741
+    def __init__(self, l: float, attribute: str | None = None,  # noqa: E741
+                 missing_counts: bool = False) -> None:
         self.l = real_number("entropy l", l, 1.0)
         self.attribute = attribute
+        self.missing_counts = bool(missing_counts)
 
     @property
     def threshold(self) -> float:
         return self.l
 
-    @property
-    def parameters(self) -> dict[str, object]:
+    def _parameters(self) -> dict[str, object]:
         return {"l": self.l}
 
     def min_class_size(self) -> int:
@@ -105,17 +172,18 @@ class EntropyLDiversity(PrivacyModel):
         return self.min_class_size()
 
     def cross_release_requirements(self) -> list[CrossReleaseRequirement]:
-        return [CrossReleaseRequirement(self.name, "distinct",
-                                        float(self.min_distinct_values()), self.attribute)]
+        return self.distinct_requirement(float(self.min_distinct_values()))
 
     def levels(self, classes: Classes) -> np.ndarray:
-        vc = classes.value_counts(self.attribute)
-        q = vc.count / classes.sizes[vc.class_index]
+        vc = self.counts(classes)
+        # shares among the values that count (a class of blanks only has entropy 0)
+        total = np.bincount(vc.class_index, weights=vc.count, minlength=classes.n_classes)
+        q = vc.count / total[vc.class_index]
         entropy = -vc.per_class_sum(q * np.log(q))
         return np.exp(entropy)
 
 
-class RecursiveCLDiversity(PrivacyModel):
+class RecursiveCLDiversity(_MissingValues):
     """Recursive (c,l)-diversity: ``r_1 < c * (r_l + ... + r_m)`` in every class, where
     ``r_1 >= r_2 >= ... >= r_m`` are the class's value counts sorted descending.
 
@@ -139,17 +207,18 @@ class RecursiveCLDiversity(PrivacyModel):
     text_keys = ("recursive-cl", "recursive-c-l", "(c,l)")
     text_numbers = ("c", "l")
 
-    def __init__(self, c: float, l: int, attribute: str | None = None) -> None:  # noqa: E741
+    def __init__(self, c: float, l: int, attribute: str | None = None,  # noqa: E741
+                 missing_counts: bool = False) -> None:
         self.c = real_number("c", c, 0.0, low_open=True)
         self.l = whole_number("l", l, 1)
         self.attribute = attribute
+        self.missing_counts = bool(missing_counts)
 
     @property
     def threshold(self) -> float:
         return self.c
 
-    @property
-    def parameters(self) -> dict[str, object]:
+    def _parameters(self) -> dict[str, object]:
         return {"c": self.c, "l": self.l}
 
     def min_class_size(self) -> int:
@@ -159,23 +228,18 @@ class RecursiveCLDiversity(PrivacyModel):
         return self.l
 
     def cross_release_requirements(self) -> list[CrossReleaseRequirement]:
-        return [CrossReleaseRequirement(self.name, "distinct", float(self.l), self.attribute)]
-
-    def check_attribute(self, attribute: SensitiveAttribute) -> None:
-        have = int(np.count_nonzero(attribute.reference_counts))
-        if self.l > have:
-            raise InputError(f"{self.name}: l={self.l} but {attribute.name!r} has only "
-                             f"{have} distinct value{'s' if have != 1 else ''}; no grouping "
-                             f"can meet it")
+        return self.distinct_requirement(float(self.l))
 
     def levels(self, classes: Classes) -> np.ndarray:
-        vc = classes.value_counts(self.attribute)
-        # within each class, counts descending; rank 0 is r_1
+        vc = self.counts(classes)
+        # within each class, counts descending; rank 0 is r_1 (a class may have no entry:
+        # blanks only, when they do not count)
         order = np.lexsort((-vc.count, vc.class_index))
         count = vc.count[order]
         cls = vc.class_index[order]
         rank = np.arange(len(count)) - vc.starts[cls]
-        r1 = vc.per_class_max(vc.count).astype(np.float64)
+        r1 = np.bincount(cls, weights=np.where(rank == 0, count, 0),
+                         minlength=classes.n_classes)
         tail = np.bincount(cls, weights=np.where(rank >= self.l - 1, count, 0),
                            minlength=classes.n_classes)
         with np.errstate(divide="ignore"):
