@@ -1,5 +1,5 @@
-"""Build of the C extensions (the Mondrian kernel, the CSV writer); all other metadata is in
-pyproject.toml."""
+"""Build of the C extensions (the Mondrian kernel, the (k,e) kernel, the CSV writer); all
+other metadata is in pyproject.toml."""
 
 from setuptools import Extension, setup
 
@@ -10,6 +10,11 @@ setup(
             ["src/anonkit/algorithms/_mondrian_c.c"],
             # no contraction of a * b + c into one fused instruction: entropy scores, and
             # so the dimensions chosen, are the same on every platform
+            extra_compile_args=["-O3", "-ffp-contract=off"],
+        ),
+        Extension(
+            "anonkit.algorithms._ke_c",
+            ["src/anonkit/algorithms/_ke_c.c"],
             extra_compile_args=["-O3", "-ffp-contract=off"],
         ),
         Extension(

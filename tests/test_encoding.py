@@ -218,15 +218,20 @@ def test_the_stored_form_round_trips() -> None:
         Encoding.from_dict(damaged)
 
 
-def test_a_hierarchy_on_a_numeric_column_and_non_finite_numbers_are_stored() -> None:
-    df = pd.DataFrame({"age": [25, 31, 25, 47], "x": [1.5, np.inf, -np.inf, 1.5]})
+def test_a_hierarchy_on_a_numeric_column_is_stored_and_infinite_numbers_refused() -> None:
+    df = pd.DataFrame({"age": [25, 31, 25, 47], "x": [1.5, 2.0, -3.0, 1.5]})
     ages = Hierarchy([["25", "20-39", "*"], ["31", "20-39", "*"], ["47", "40-59", "*"],
                       ["52", "40-59", "*"]], name="age")
     schema = Schema.from_roles(df, ["age", "x"], hierarchies={"age": ages})
     encoding = Encoding.fit(df, schema)
     back = Encoding.from_dict(json.loads(json.dumps(encoding.to_dict(), allow_nan=False)))
     assert_same_table(back.transform(df), encode(df, schema))
-    from_leaves = Encoding.from_domain(schema, {"x": [1.5, np.inf, -np.inf]})
+    # an infinite number is no value a range can generalize: refused, naming the row
+    infinite = df.assign(x=[1.5, np.inf, -np.inf, 1.5])
+    with pytest.raises(InputError, match=r"column 'x' is numeric but row 1 has inf"):
+        Encoding.fit(infinite, Schema.from_roles(infinite, ["age", "x"],
+                                                 hierarchies={"age": ages}))
+    from_leaves = Encoding.from_domain(schema, {"x": [1.5, 2.0, -3.0]})
     assert from_leaves.column("age").domain.tolist() == [25, 31, 47, 52]
     assert from_leaves.transform(df).column("age").hierarchy_leaf.tolist() == [0, 1, 2, 3]
 

@@ -29,24 +29,47 @@ JOB_KEYS = {
 
 
 class Progress:
-    """A phase-by-phase progress bar on stderr that appears only for work longer than a
-    second (tqdm's ``delay``) and only on a terminal."""
+    """Live progress on stderr, on a terminal only: one line per step, a bar that ticks
+    while the step runs (its elapsed time) and says rows per second when it ends.
 
-    def __init__(self, phases: Sequence[str], enabled: bool = True) -> None:
-        from tqdm import tqdm
+    Steps come from the command (reading, writing) and from the method
+    (:data:`anonkit.pipeline.Progress`: encoding, partitioning, generalizing, verifying).
+    """
 
-        self._bar = tqdm(total=len(phases), delay=1.0, unit="step", leave=False,
-                         disable=not (enabled and sys.stderr.isatty()),
-                         bar_format="{desc:<24}{bar}| {n}/{total} [{elapsed}]")
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled and sys.stderr.isatty()
 
     @contextmanager
-    def phase(self, name: str) -> Iterator[None]:
-        self._bar.set_description_str(name)
-        yield
-        self._bar.update(1)
+    def step(self, name: str, rows: int | None = None) -> Iterator[None]:
+        if not self.enabled:
+            yield
+            return
+        import shutil
+        import threading
 
-    def close(self) -> None:
-        self._bar.close()
+        from tqdm import tqdm
+
+        # a terminal that reports no size (a fresh pseudo-terminal) would get no bar at all
+        size = shutil.get_terminal_size((100, 24))
+        bar = tqdm(total=rows, desc=f"{name:<13}", unit=" rows", unit_scale=True,
+                   file=sys.stderr, leave=True, ncols=min(size.columns or 100, 120),
+                   nrows=max(size.lines, 24), mininterval=0.1)
+        done = threading.Event()
+
+        def tick() -> None:  # the work is one long call: redraw the elapsed time meanwhile
+            while not done.wait(0.25):
+                bar.refresh()
+
+        ticker = threading.Thread(target=tick, daemon=True)
+        ticker.start()
+        try:
+            yield
+        finally:
+            done.set()
+            ticker.join()
+            if rows:
+                bar.update(rows - bar.n)
+            bar.close()
 
 
 def _run(body: Callable[[], int | None]) -> None:
@@ -327,11 +350,10 @@ def run_anonymize(job: dict[str, Any], progress: bool = True) -> dict[str, Any]:
                 raise InputError(f"output folder {path.resolve().parent} does not exist; "
                                  f"create it first")
     options = dict(job.get("options") or {})
-    phases = ["reading", "anonymizing", "writing"] + (["report"] if report else [])
-    bar = Progress(phases, enabled=progress)
+    bar = Progress(enabled=progress)
     pending_report: Path | None = None
     try:
-        with bar.phase("reading"):
+        with bar.step("reading"):
             # Arrow parses in its own threads, without the GIL: read while pandas and the
             # algorithm are imported, which takes about as long
             started = time.perf_counter()
@@ -351,22 +373,20 @@ def run_anonymize(job: dict[str, Any], progress: bool = True) -> dict[str, Any]:
                            for column, path in job.get("hierarchies", {}).items()}
             # (the imports done meanwhile included: they are what reading overlaps)
             read_seconds = time.perf_counter() - started
-        with bar.phase("anonymizing"):
-            schema = Schema.from_roles(df, qis, as_list(job.get("sensitive")) or None,
-                                       as_list(job.get("identifiers")),
-                                       kinds=job.get("kinds") or None,
-                                       hierarchies=hierarchies)
-            result = method.anonymize(df, schema, options)
+        schema = Schema.from_roles(df, qis, as_list(job.get("sensitive")) or None,
+                                   as_list(job.get("identifiers")),
+                                   kinds=job.get("kinds") or None, hierarchies=hierarchies)
+        result = method.anonymize(df, schema, options, progress=bar.step)
         result.timings = {"read": read_seconds, **result.timings}
         result.require_passed()  # refused (ModelNotMetError) unless every model holds
         # both files or neither: the report goes to a temp name first, is renamed last
         if report is not None:
-            with bar.phase("report"):
+            with bar.step("report", len(df)):
                 from anonkit.report import render_report
 
                 pending_report = report.with_name(f".{report.name}.{os.getpid()}.pending")
                 render_report(result, df, pending_report)
-        with bar.phase("writing"):
+        with bar.step("writing", len(df)):
             t0 = time.perf_counter()
             result.write(job["output"], unchanged=unchanged, verbatim=verbatim,
                          column_order=table.column_names)
@@ -375,7 +395,6 @@ def run_anonymize(job: dict[str, Any], progress: bool = True) -> dict[str, Any]:
             os.replace(pending_report, report)
             pending_report = None
     finally:
-        bar.close()
         if pending_report is not None:
             pending_report.unlink(missing_ok=True)
     return {

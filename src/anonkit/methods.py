@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from anonkit.models.base import PrivacyModel
+    from anonkit.pipeline import Progress
     from anonkit.release import Release
     from anonkit.table import Schema
 
@@ -81,6 +82,15 @@ def real_number(low: float, low_open: bool = False) -> Callable[[str, object, st
 
     parse.kind = f"number {'>' if low_open else '>='} {low:g}"  # type: ignore[attr-defined]
     return parse
+
+
+def text(name: str, value: object, source: str) -> str:
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    raise InputError(f"{name} must be a non-empty text, got {_describe(value)}")
+
+
+text.kind = "text"  # type: ignore[attr-defined]
 
 
 def boolean(name: str, value: object, source: str) -> bool:
@@ -218,6 +228,19 @@ SEED = Option("seed", ("--seed",), whole_number(0),
               "randomness otherwise comes from the operating system and is never recorded; "
               "the report says when a seed was used.", metavar="INT")
 
+E = Option("e", ("-e",), real_number(0.0),
+           "(k,e)-anonymity: every group's sensitive range (max - min) is at least e.",
+           metavar="NUMBER")
+GROUP_COLUMN = Option("group_column", ("--group-column",), text,
+                      "The column naming each row's group in a permuted release (default: "
+                      "group).", metavar="NAME")
+HISTORY_CHECK = Option("history", ("--history-check",), choice("pruned", "naive", "ignore"),
+                       "How a sequential (k,e) release honours the earlier ones: pruned "
+                       "(default: the previous release only, by Theorem 1), naive (every "
+                       "earlier release; same result, slower), ignore (re-partition as if "
+                       "alone; the history's gate then refuses it when it breaches).",
+                       metavar="NAME")
+
 #: options that carry privacy models (turned into model objects by models_from_options)
 MODEL_OPTIONS = ("k", "l", "t", "models")
 
@@ -240,7 +263,9 @@ class Method:
     sequential: bool
     threat_model: str  # a ThreatModel value
     options: tuple[Option, ...] = ()
-    anonymize: Callable[[pd.DataFrame, Schema, dict[str, Any]], Release] | None = None
+    #: ``anonymize(df, schema, options, progress=None)``; ``progress`` as in
+    #: :data:`anonkit.pipeline.Progress` (a method may ignore it)
+    anonymize: Callable[..., Release] | None = None
     publish: Callable[..., Release] | None = None
     typed: bool = True
 
@@ -323,7 +348,8 @@ def models_from_options(options: Mapping[str, Any]) -> list[PrivacyModel]:
 # -- the built-in methods ---------------------------------------------------------------
 
 
-def _mondrian_anonymize(df: pd.DataFrame, schema: Schema, options: dict[str, Any]) -> Release:
+def _mondrian_anonymize(df: pd.DataFrame, schema: Schema, options: dict[str, Any],
+                        progress: Progress | None = None) -> Release:
     from anonkit.algorithms.mondrian import Mondrian
 
     settings = {name: options[name] for name in ("strategy", "generalization",
@@ -331,7 +357,22 @@ def _mondrian_anonymize(df: pd.DataFrame, schema: Schema, options: dict[str, Any
                                                   "single_dimensional", "allow_missing",
                                                   "seed") if options.get(name) is not None}
     return Mondrian(models=models_from_options(options), **settings).anonymize(
-        df, schema=schema)
+        df, schema=schema, progress=progress)
+
+
+def _ke_anonymize(df: pd.DataFrame, schema: Schema, options: dict[str, Any],
+                  progress: Progress | None = None) -> Release:
+    from anonkit.algorithms import ke
+    from anonkit.pipeline import no_progress
+
+    with (progress or no_progress)("partitioning", len(df)):
+        return ke.anonymize(df, schema, options)
+
+
+def _ke_publish(df: pd.DataFrame, request: Any, context: Any) -> Release:
+    from anonkit.algorithms import ke
+
+    return ke.publish(df, request, context)
 
 
 def _one_shot_publish(method: Method) -> Callable[..., Release]:
@@ -360,6 +401,13 @@ def _load_builtin() -> None:
         anonymize=_mondrian_anonymize)
     register(Method(**{**mondrian.__dict__, "publish": _one_shot_publish(mondrian)}),
              replace=True)
+    register(Method(
+        "ke", "(k,e)-anonymity (Zhang et al. 2007): the optimal partition by sensitive value "
+        "(least sum of group ranges), QIs exact, values permuted within groups. Sequential: "
+        "a release never intersects an earlier one below k values or range e (spec 004).",
+        "permuted", sequential=True, threat_model="incremental-(k,e)",
+        options=(K, E, GROUP_COLUMN, HISTORY_CHECK, SEED),
+        anonymize=_ke_anonymize, publish=_ke_publish), replace=True)
 
 
 def method_help(method: Method) -> str:

@@ -9,7 +9,8 @@ rest the same way for every method.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 
 import pandas as pd
 
@@ -19,29 +20,42 @@ from anonkit.partition import Partition
 from anonkit.release import Release, ReleaseKind, ThreatModel
 from anonkit.table import EncodedTable, Schema
 
+#: Told each step of a long run as it happens: called with the step's name ("encoding",
+#: "partitioning", "generalizing", "verifying") and the rows it works on, it returns a
+#: context manager around the step (the command line draws a bar with it on a terminal).
+Progress = Callable[[str, int], AbstractContextManager[None]]
+
+
+def no_progress(step: str, rows: int) -> AbstractContextManager[None]:
+    return nullcontext()
+
 
 def generalized_release(df: pd.DataFrame, table: EncodedTable, partition: Partition,
                         forms: Mapping[str, Form], models: Sequence[PrivacyModel], *,
                         method: str, parameters: dict[str, object],
                         timings: dict[str, float] | None = None,
-                        threat_model: ThreatModel = ThreatModel.ONE_SHOT) -> Release:
+                        threat_model: ThreatModel = ThreatModel.ONE_SHOT,
+                        progress: Progress | None = None) -> Release:
     """Generalize every quasi-identifier over ``partition``'s classes, assemble the
     released table (row ``i`` is input row ``i``), verify it as an adversary groups it,
     and measure it."""
     from anonkit.metrics import release_metrics
     from anonkit.verify import verify_release
 
+    step = progress or no_progress
     timings = {} if timings is None else timings
     t0 = time.perf_counter()
-    generalized, released = generalize_columns(table.quasi_identifiers, forms, partition)
-    data = release_table(df, table.schema, released)
+    with step("generalizing", len(df)):
+        generalized, released = generalize_columns(table.quasi_identifiers, forms, partition)
+        data = release_table(df, table.schema, released)
     timings["generalize"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    release = Release(data, partition.class_ids(), pd.DataFrame(), [], {}, table.schema,
-                      method, parameters, timings, kind=ReleaseKind.GENERALIZED,
-                      models=list(models), threat_model=threat_model)
-    report = verify_release(release)
+    with step("verifying", len(df)):
+        release = Release(data, partition.class_ids(), pd.DataFrame(), [], {}, table.schema,
+                          method, parameters, timings, kind=ReleaseKind.GENERALIZED,
+                          models=list(models), threat_model=threat_model)
+        report = verify_release(release)
     assert report is not None
     timings["verify"] = time.perf_counter() - t0
 

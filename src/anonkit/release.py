@@ -216,6 +216,9 @@ class Release:
             columns = dict(zip(table.column_names, table.columns, strict=True))
             columns |= dict(zip(unchanged.column_names, unchanged.columns, strict=True))
             order = list(column_order) if column_order is not None else list(columns)
+            # a column the method added (a permuted release's group column) is never lost
+            # to an order taken from the input
+            order += [c for c in table.column_names if c not in order]
             table = pa.table({name: columns[name] for name in order if name in columns})
         target = Path(path)
         fmt = output_format(target, fmt)  # the auxiliary tables take the release's format

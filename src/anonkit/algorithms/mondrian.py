@@ -41,7 +41,7 @@ from anonkit.models.base import (
     SensitiveAttribute,
 )
 from anonkit.partition import Partition
-from anonkit.pipeline import generalized_release
+from anonkit.pipeline import Progress, generalized_release, no_progress
 from anonkit.release import Release
 from anonkit.table import EncodedColumn, EncodedTable, Kind, Schema, encode
 
@@ -136,23 +136,28 @@ class Mondrian:
         hierarchies: Mapping[str, Hierarchy] | None = None,
         kinds: Mapping[str, Kind | str] | None = None,
         schema: Schema | None = None,
+        progress: Progress | None = None,
     ) -> Release:
-        """Anonymize ``df`` (not modified) and verify the release; see :class:`Mondrian`."""
+        """Anonymize ``df`` (not modified) and verify the release; see :class:`Mondrian`.
+        ``progress`` is told each step as it runs (see :data:`anonkit.pipeline.Progress`)."""
+        step = progress or no_progress
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
-        if schema is None:
-            if quasi_identifiers is None:
-                raise InputError("name the quasi-identifiers (--qi a,b,c)")
-            schema = Schema.from_roles(df, quasi_identifiers, sensitive, identifiers,
-                                       kinds=kinds, hierarchies=hierarchies)
-        table = encode(df, schema, allow_missing=self.allow_missing)
-        models = self._resolved_models(
-            [SensitiveAttribute.from_encoded(c) for c in table.sensitive])
-        forms = self._forms(table)
+        with step("encoding", len(df)):
+            if schema is None:
+                if quasi_identifiers is None:
+                    raise InputError("name the quasi-identifiers (--qi a,b,c)")
+                schema = Schema.from_roles(df, quasi_identifiers, sensitive, identifiers,
+                                           kinds=kinds, hierarchies=hierarchies)
+            table = encode(df, schema, allow_missing=self.allow_missing)
+            models = self._resolved_models(
+                [SensitiveAttribute.from_encoded(c) for c in table.sensitive])
+            forms = self._forms(table)
         timings["encode"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
-        partition = self.partition(table, models)
+        with step("partitioning", len(df)):
+            partition = self.partition(table, models)
         timings["algorithm"] = time.perf_counter() - t0
 
         params = self.parameters() | {
@@ -161,7 +166,7 @@ class Mondrian:
             "forms": {name: form.value for name, form in forms.items()},
         }
         return generalized_release(df, table, partition, forms, models, method=self.method,
-                                   parameters=params, timings=timings)
+                                   parameters=params, timings=timings, progress=progress)
 
     def _forms(self, table: EncodedTable) -> dict[str, Form]:
         given = dict(self.generalization or {})
