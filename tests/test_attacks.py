@@ -222,22 +222,78 @@ def brute_force(tables: Sequence[pd.DataFrame], class_ids: Sequence[np.ndarray],
             per_attr[attr] = per_class
         multiset.append(per_attr)
 
-    def judge(record: object, scope: Sequence[int]) -> set[tuple[str, str, str | None]]:
+    value_of = [{attr: dict(zip(df[key].tolist(), df[attr].tolist(), strict=True))
+                 for attr in sensitive} for df in tables]
+    deduced: dict[tuple[int, ...], dict[str, dict[tuple[int, ...], set[object]]]] = {}
+
+    def deduce(scope: tuple[int, ...]) -> dict[str, dict[tuple[int, ...], set[object]]]:
+        """The qi adversary's constraint propagation, record by record in plain Python."""
+        if scope in deduced:
+            return deduced[scope]
+        size: Counter[tuple[int, ...]] = Counter(
+            tuple(class_of[r].get(rec, -1) for r in scope)
+            for rec in set().union(*(class_of[r] for r in scope)))
+        out: dict[str, dict[tuple[int, ...], set[object]]] = {}
+        for attr in sensitive:
+            hi: dict[tuple[int, ...], dict[object, int]] = {}
+            for atom, n in size.items():
+                bags = [multiset[r][attr][c] for r, c in zip(scope, atom, strict=True)
+                        if c >= 0]
+                left = set.intersection(*(set(b) for b in bags))
+                hi[atom] = {v: min(n, *(b[v] for b in bags)) for v in left}
+            start = {atom: dict(h) for atom, h in hi.items()}
+            lo = {atom: dict.fromkeys(h, 0) for atom, h in hi.items()}
+            changed = True
+            while changed:
+                changed = False
+                groups = [([a for a in size if a[j] == c], multiset[r][attr][c][v], v)
+                          for j, r in enumerate(scope) for c in multiset[r][attr]
+                          for v in multiset[r][attr][c]]
+                for atoms, total, v in groups:
+                    atoms = [a for a in atoms if v in hi[a]]
+                    s_lo, s_hi = sum(lo[a][v] for a in atoms), sum(hi[a][v] for a in atoms)
+                    for a in atoms:
+                        new_hi = min(hi[a][v], total - (s_lo - lo[a][v]))
+                        new_lo = max(lo[a][v], total - (s_hi - hi[a][v]))
+                        changed |= (new_hi, new_lo) != (hi[a][v], lo[a][v])
+                        hi[a][v], lo[a][v] = new_hi, new_lo
+                for a in size:
+                    s_lo, s_hi = sum(lo[a].values()), sum(hi[a].values())
+                    for v in hi[a]:
+                        new_hi = min(hi[a][v], size[a] - (s_lo - lo[a][v]))
+                        new_lo = max(lo[a][v], size[a] - (s_hi - hi[a][v]))
+                        changed |= (new_hi, new_lo) != (hi[a][v], lo[a][v])
+                        hi[a][v], lo[a][v] = new_hi, new_lo
+                if any(lo[a][v] > hi[a][v] for a in hi for v in hi[a]):
+                    hi = start  # contradictory releases: no deduction
+                    break
+            out[attr] = {a: {v for v, n in h.items() if n >= 1} for a, h in hi.items()}
+        deduced[scope] = out
+        return out
+
+    def judge(record: object, scope: Sequence[int],
+              deduce_over: tuple[int, ...]) -> set[tuple[str, str, str | None]]:
         classes = [class_of[r][record] for r in scope]
         shared = set.intersection(*(members[r][c] for r, c in zip(scope, classes, strict=True)))
         cand_link = len(shared)
         cand_qi = min(len(members[r][c]) for r, c in zip(scope, classes, strict=True))
+        atom = tuple(class_of[r].get(record, -1) for r in deduce_over)
         flags = set()
         for attr in sensitive:
             bags = [multiset[r][attr][c] for r, c in zip(scope, classes, strict=True)]
             values = set.intersection(*(set(b) for b in bags))
             cand_qi = min(cand_qi, sum(min(b[v] for b in bags) for v in values))
-            span = (max(values) - min(values)) if attr in numeric and values else None
-            for adversary, distinct, rng in (
-                    ("qi", len(values), span),
-                    ("linkage", min(len(values), cand_link),
-                     0 if cand_link == 1 and span is not None else span)):
-                if distinct == 1:
+            qi_values = deduce(deduce_over)[attr][atom]
+            linked = set()
+            for other in shared:  # linked rows show each candidate's value
+                seen = {value_of[r][attr][other] for r in scope}
+                if len(seen) == 1:
+                    linked |= seen
+            homogeneous = any(len(b) == 1 for b in bags)
+            for adversary, left in (("qi", qi_values), ("linkage", linked)):
+                distinct = len(left)
+                rng = (max(left) - min(left)) if attr in numeric and left else None
+                if distinct == 1 and not homogeneous:
                     flags.add((adversary, PINNED, attr))
                 if l is not None and 1 <= distinct < l:
                     flags.add((adversary, "distinct l-diversity", attr))
@@ -263,7 +319,7 @@ def brute_force(tables: Sequence[pd.DataFrame], class_ids: Sequence[np.ndarray],
         tally: Counter[tuple[str, str, str | None]] = Counter()
         breached, by_adversary = 0, {"qi": 0, "linkage": 0}
         for record, scope in targets:
-            flags = judge(record, scope)
+            flags = judge(record, scope, scope if name else tuple(range(len(tables))))
             tally.update(flags)
             breached += bool(flags)
             for adversary in by_adversary:
@@ -418,9 +474,11 @@ def test_ke_anonymity_does_not_count_a_missing_value_as_distinct(tmp_path: Path)
     income: a 1000, b 5000, c missing, d 3000, e 5000, f 1000.
     b and c: {1000, 5000, -} & {5000, -, 3000} = {5000, -}; everyone else keeps two
     present values ({1000, 5000} or {3000, 5000}). Each release alone is (2, 0)-anonymous.
-    The qi adversary therefore breaches b and c. The linkage adversary also breaches a and
-    d, each alone in its pair of classes (one candidate record: one value), but not e and
-    f, who share theirs and keep {1000, 5000}.
+    The qi adversary therefore breaches b and c, and by counting also a and d: a's
+    intersection is {1000} alone, and release 1's 3000 of {d,e,f} can only be d's (e and
+    f are in a class of release 2 without 3000). The linkage adversary breaches the same
+    four (a and d are alone in their pair of classes), not e and f: their rows show 5000
+    and 1000.
     """
     from anonkit.models import KEAnonymity
 
@@ -435,7 +493,7 @@ def test_ke_anonymity_does_not_count_a_missing_value_as_distinct(tmp_path: Path)
     ke = {f.adversary: f.records for f in pair.findings
           if f.model == KEAnonymity.name and f.measure == "distinct_present"
           and f.attribute == "income"}
-    assert ke == {"qi": 2, "linkage": 4}
+    assert ke == {"qi": 4, "linkage": 4}
 
 
 # -- release kinds: counterfeits and permuted groups ---------------------------------------
@@ -501,28 +559,83 @@ def test_counterfeit_rows_are_no_identity_candidates(tmp_path: Path) -> None:
 #: gives their group, not their value. Release 1 groups {a,b,c} {d,e,f}; release 2
 #: {a,d,e} {b,c,f}. a: {flu,hiv,cold} & {flu,flu,hiv} = {flu,hiv}, alone; b, c share both
 #: groups: {flu,hiv,cold} & {hiv,cold,asthma} = {hiv,cold}; f: {hiv,asthma}, alone.
+#: Counting pins a and f all the same: release 1's asthma in {d,e,f} can only be f's (d
+#: and e are in release 2's {flu,flu,hiv}), so d and e hold that group's flu and hiv, and
+#: release 2's {a,d,e} leaves a its other flu.
 PERMUTED_1 = {"a": 0, "b": 0, "c": 0, "d": 1, "e": 1, "f": 1}
 PERMUTED_2 = {"a": 0, "d": 0, "e": 0, "b": 1, "c": 1, "f": 1}
 PERMUTED_VALUES = {"a": "flu", "b": "hiv", "c": "cold", "d": "flu", "e": "hiv",
                    "f": "asthma"}
 
 
-def test_linking_permuted_groups_does_not_pin_a_value() -> None:
+def test_linking_permuted_groups_gives_what_counting_gives() -> None:
+    """Over permuted releases the linkage adversary knows groups, not values: exactly what
+    the qi adversary deduces from the group multisets (here: a and f, by counting; before
+    the counting argument the audit found nothing)."""
     views = [hand_release(n, classes, PERMUTED_VALUES, kind="permuted", k=1).view()
              for n, classes in enumerate((PERMUTED_1, PERMUTED_2), start=1)]
     (pair,) = audit_views(views).pairs
-    assert pair.findings == [] and pair.records_breached == 0
-    # the same classes with values on rows: the lone a and f are pinned (their one
-    # candidate row carries the value)
-    rows = [hand_release(n, classes, PERMUTED_VALUES, k=1).view()
-            for n, classes in enumerate((PERMUTED_1, PERMUTED_2), start=1)]
-    (pair,) = audit_views(rows).pairs
-    assert counts(pair) == {("linkage", PINNED, "disease"): 2}
-    # a generalized release in the scope carries values on rows: the bound applies again
-    mixed = [views[0], rows[1]]
-    assert counts(audit_views(mixed).pairs[0]) == {("linkage", PINNED, "disease"): 2}
-    # b and c share both groups, two values are left: never an exact disclosure, and with
-    # l = 3 the linkage adversary of the permuted scope sees what the qi adversary sees
+    assert counts(pair) == {("qi", PINNED, "disease"): 2, ("linkage", PINNED, "disease"): 2}
+    pinned = {w["record"] for f in pair.findings for w in f.worst}
+    assert pinned == {b"a".ljust(16, b".").hex(), b"f".ljust(16, b".").hex()}
+    # b and c share both groups, two values are left: with l = 3 both adversaries see
+    # the same
     strict = audit_views(views, l=3).pairs[0]
     assert counts(strict) == {("qi", "distinct l-diversity", "disease"): 6,
-                              ("linkage", "distinct l-diversity", "disease"): 6}
+                              ("qi", PINNED, "disease"): 2,
+                              ("linkage", "distinct l-diversity", "disease"): 6,
+                              ("linkage", PINNED, "disease"): 2}
+
+
+# -- issue 8: homogeneous cross-release cells ----------------------------------------------
+
+#: ten patients; release 1 {P0-P4} {P5-P9}; release 2 {P0,P1,P5,P6,P7} {P2,P3,P4,P8,P9}.
+#: Both 2-anonymous and 2-diverse; P0 and P1 alone share both classes, and both have flu.
+WARD = pd.DataFrame({
+    "pid": [f"P{i}" for i in range(10)], "age": range(30, 40), "zip": [1] * 10,
+    "sex": list("FMFMFMFMFM"),
+    "disease": ["flu", "flu", "cancer", "hiv", "flu", "cancer", "hiv", "flu", "asthma",
+                "covid"]})
+WARD_1 = {f"P{i}": int(i >= 5) for i in range(10)}
+WARD_2 = {f"P{i}": int(i in (2, 3, 4, 8, 9)) for i in range(10)}
+
+
+def test_a_homogeneous_cross_release_cell_is_a_breach(tmp_path: Path) -> None:
+    """The issue's hand example: linking rows reads flu twice for P0 and P1; knowing only
+    the QIs, release 2's {P2,P3,P4,P8,P9} holds each value once, which uses up one flu,
+    one cancer and one hiv of {P0-P4}: P0 and P1 have flu. The gate refuses release 2,
+    the audit reports it (exit 3)."""
+    from click.testing import CliRunner
+
+    from anonkit.releases.cli import release
+
+    db = tmp_path / "h.db"
+
+    def request(classes: dict[str, int]) -> PublishRequest:
+        return make_request(dataset="ward", method="given-classes", k=2, classes=classes)
+
+    with HistoryStore.open(db, create=True) as store:
+        publish(store, WARD, request(WARD_1), tmp_path / "r1.csv")
+        with pytest.raises(CrossReleaseBreachError, match="would breach 2 records"):
+            publish(store, WARD, request(WARD_2), tmp_path / "r2.csv")
+        publish(store, WARD, request(WARD_2), tmp_path / "r2.csv", allow_breach=True)
+        report = audit(store, "ward")
+        pseudonyms = store.pseudonyms("ward", pd.Series(["P0", "P1"]))
+    (pair,) = report.pairs
+    assert counts(pair) == {("qi", PINNED, "disease"): 2, ("linkage", PINNED, "disease"): 2}
+    assert {w["record"] for f in pair.findings for w in f.worst} == {
+        p.hex() for p in pseudonyms}
+    result = CliRunner().invoke(release, ["audit", "--dataset", "ward", "--history",
+                                          str(db)])
+    assert result.exit_code == 3, result.output
+
+
+def test_a_class_homogeneous_in_one_release_is_no_cross_release_disclosure() -> None:
+    """a and b share a class of two flu in both releases: each release alone tells their
+    value (k-anonymity allows it); intersecting the releases adds nothing, so the audit
+    reports no cross-release exact disclosure (it used to)."""
+    values = {"a": "flu", "b": "flu", "c": "hiv", "d": "cold"}
+    views = [hand_release(n, {"a": 0, "b": 0, "c": 1, "d": 1}, values, k=2).view()
+             for n in (1, 2)]
+    (pair,) = audit_views(views).pairs
+    assert pair.findings == [] and pair.records_breached == 0

@@ -10,6 +10,7 @@ import hashlib
 import hmac
 import json
 import os
+import secrets
 import signal
 import sqlite3
 import subprocess
@@ -169,7 +170,7 @@ def test_wrong_or_missing_secret_is_refused(history: HistoryTarget, tmp_path: Pa
         state = history_state(store)
     with pytest.raises(HistoryError, match="wrong secret"):
         HistoryStore.open(history.url, secret="not the secret of this history at all")
-    os.environ[SECRET_ENV] = "x" * 40
+    os.environ[SECRET_ENV] = secrets.token_hex(32)  # strong, but not this history's
     try:
         with pytest.raises(HistoryError, match="wrong secret"):
             HistoryStore.open(history.url)
@@ -334,10 +335,10 @@ def test_the_method_registry() -> None:
 def test_an_error_before_commit_leaves_history_and_files_as_they_were(
         history: HistoryTarget, tmp_path: Path) -> None:
     v1, v2 = churned_versions(80, 2, 0.1)
-    out = tmp_path / "release.csv"
+    first, out = tmp_path / "first.csv", tmp_path / "release.csv"
     with open_store(history) as store:
-        publish(store, v1, make_request(), out)
-        state, published = history_state(store), file_digest(out)
+        publish(store, v1, make_request(), first)
+        state, published = history_state(store), file_digest(first)
 
         def fail() -> None:
             raise RuntimeError("disk on fire")
@@ -346,7 +347,8 @@ def test_an_error_before_commit_leaves_history_and_files_as_they_were(
         with pytest.raises(RuntimeError, match="disk on fire"):
             publish(store, v2, make_request(), out, allow_breach=True)
         assert history_state(store) == state
-    assert file_digest(out) == published  # the previous release's file is untouched
+    assert file_digest(first) == published  # the previous release's file is untouched
+    assert not out.exists()
     assert sorted(p.name for p in tmp_path.iterdir()
                   if p.name.startswith(".")) == []  # no temporary file left
 

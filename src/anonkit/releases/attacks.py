@@ -11,23 +11,32 @@ Adversaries (both assume a person's sensitive value does not change between rele
 both are given the target's true class in every release -- the worst case when released
 labels overlap):
 
-``qi`` -- *knows the target's exact quasi-identifiers and that the target is in every
-    release*. With its QIs, the target's class in each release is found; its sensitive value
-    must be in each of those classes' released multisets, so in their intersection. The
-    number of people who can be in all those classes is at most
-    ``sum over v in the intersection of min_i count_i(v)`` -- the adversary's candidate count.
-    It cannot tell which rows of two releases are the same person.
+``qi`` -- *knows the quasi-identifiers of everyone (so every record's class in every
+    release: the worst case when released labels overlap) and that the target is in every
+    release of the scope*, but cannot tell which rows of two releases are the same person.
+    Its sensitive value must be in each of its classes' multisets; beyond that, the
+    adversary counts: records sharing the same classes form *atoms*, each class's multiset
+    is the sum of its atoms' values, each atom has as many values as people. Constraint
+    propagation over these sums (:meth:`~anonkit.releases.knowledge.Intersections.deduce`)
+    rules out the values no consistent assignment can give the target's atom -- e.g. when
+    the other atoms of a class must use up its flu. It is sound (never rules out a possible
+    value) but not complete. Its candidate count is
+    ``sum over v in the intersection of min_i count_i(v)``.
 
 ``linkage`` -- *additionally links rows across releases* (worst case: a persistent
     pseudonym on every row, here the history's own HMAC pseudonym). The candidates are then
-    exactly the records that shared the target's class in every release: the intersection
-    of the classes as sets of records (for non-overlapping boxes, this *is* the intersection
-    of the QI ranges: a record shares every box of the target iff it shares its classes).
-    Their values are a subset of the value intersection, so this adversary's distinct count
-    is at most ``min(|value intersection|, candidates)``, and a lone candidate pins the
-    value. The history keeps no per-record sensitive value (on purpose: it would make a
-    stolen history a table of pseudonym -> value), so the linkage adversary's diversity is
-    bounded from above: every breach reported is certain, a few may be missed.
+    exactly the records that shared the target's class in every release (the *cell*). A
+    release that carries values on rows shows each linked person's value, so the target's
+    values are exactly its cell's: the history keeps every record's released value for
+    this, encrypted under the history's secret (see
+    :data:`anonkit.releases.store.record_values_table`: a stolen history without the secret
+    reveals nothing of them). A person whose rows show different values is no candidate for
+    a value that does not change. Over permuted releases alone it links a person to groups,
+    not values: it knows what the qi adversary deduces. A migrated history without recorded
+    values falls back to a bound: at most as many values as candidates.
+
+A single release that already left a record one value (a homogeneous class, which e.g.
+k-anonymity allows) is no *cross-release* disclosure and is not reported as one.
 
 A record is *breached* in a scope (a pair of releases, or all releases that contain it)
 when, for one adversary,
@@ -350,10 +359,7 @@ class _State:
                 if r.measure == "candidates":
                     checks.append((adversary, r, None, cand, cand < r.threshold))
             for attr in self.attributes:
-                if adversary == "linkage":
-                    d, dp, s = m.linkage(attr)
-                else:
-                    d, dp, s = m.distinct[attr], m.distinct_present[attr], m.span(attr)
+                d, dp, s = m.linkage(attr) if adversary == "linkage" else m.qi(attr)
                 consistent = d >= 1  # an empty intersection reveals nothing
                 for r in requirements:
                     if r.attribute is not None and r.attribute != attr:
@@ -365,7 +371,8 @@ class _State:
                     elif r.measure == "range" and self.index.numeric[attr]:
                         checks.append((adversary, r, attr, s,
                                        consistent & ~np.isnan(s) & (s < r.threshold)))
-                checks.append((adversary, pinned, attr, d, d == 1))
+                # a class already homogeneous in one release is no cross-release disclosure
+                checks.append((adversary, pinned, attr, d, (d == 1) & ~m.homogeneous[attr]))
         breached = {a: np.zeros(len(m.targets), dtype=bool) for a in ADVERSARIES}
         findings = []
         for adversary, r, attr, level, mask in checks:

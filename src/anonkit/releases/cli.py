@@ -1,9 +1,15 @@
 """``anonkit release``: publish with a history, list and show releases, audit them.
 
 The group works on its own (``python -m anonkit.releases.cli``) and as a subcommand of the
-main ``anonkit`` command. Exit codes: 0 success; 2 bad input (unknown dataset, bad key
-column, changed columns, not a history, wrong secret: the history is left unchanged);
-3 ``audit`` found a cross-release breach (so a pipeline can gate a publication on it).
+main ``anonkit`` command. Exit codes: 0 success; 1 an internal error; 2 bad input (unknown
+dataset, bad key column, changed columns, not a history, wrong secret, an output that is the
+history or a recorded release: the history is left unchanged); 3 ``audit`` found a
+cross-release breach. A gate must treat every code but 0 as "do not publish" (test
+``!= 0``, not ``== 3``): ``audit`` exits 1, never 0 or 3, when it fails.
+
+``list``, ``show`` and ``audit`` never write: they open the history read-only (a read-only
+file or folder works), do not upgrade an older format and do not finish a pending release
+(they report it); ``recover`` does both, as the next ``publish`` does.
 """
 
 from __future__ import annotations
@@ -45,6 +51,33 @@ def _errors(fn: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
+def _audit_errors(fn: Callable[P, R]) -> Callable[P, R]:
+    """``audit`` is a gate: a failure must never look like "no breach" (0) or like a
+    breach found (3). Bad input exits 2; anything else that goes wrong exits 1, with the
+    error on stderr."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        except SystemExit:
+            raise  # the command's own verdict (0 or 3), or click's
+        except click.exceptions.ClickException:
+            raise
+        except AnonkitError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(exc.exit_code if exc.exit_code not in (0, BREACH_EXIT) else 1)
+        except Exception as exc:  # a gate must fail closed, and say why
+            import traceback
+
+            traceback.print_exc(file=sys.stderr)
+            click.echo(f"error: the audit failed ({type(exc).__name__}: {exc}); no verdict: "
+                       f"treat the releases as unchecked", err=True)
+            sys.exit(1)
+
+    return wrapper
+
+
 def _history_options(fn: Callable[P, R]) -> Callable[P, R]:
     fn = click.option("--secret-file", type=click.Path(dir_okay=False, path_type=Path),
                       envvar=SECRET_FILE_ENV,
@@ -59,17 +92,36 @@ def _history_options(fn: Callable[P, R]) -> Callable[P, R]:
                              f"postgresql+psycopg:// URL (or ${HISTORY_ENV}).")(fn)
 
 
-def _open(history: str, secret_file: Path | None, create: bool = False) -> HistoryStore:
+def _open(history: str, secret_file: Path | None, create: bool = False,
+          read_only: bool = False) -> HistoryStore:
     """Open the history; what opening warns of (an upgrade and where the old history was
-    copied, a secret kept beside the history) is one ``warning:`` line each on stderr."""
+    copied, a secret kept beside the history) is one ``warning:`` line each on stderr. A
+    read-only open also warns of each pending release (left for ``recover``)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            store = HistoryStore.open(history, secret_file=secret_file, create=create)
+            store = HistoryStore.open(history, secret_file=secret_file, create=create,
+                                      read_only=read_only)
         finally:
             for w in caught:
                 click.echo(f"warning: {w.message}", err=True)
+    if read_only:
+        for info in store.pending():
+            click.echo(f"warning: release {info.seq} of {_printable(info.dataset)} is "
+                       f"pending: it was committed, but its file is still at "
+                       f"{info.pending_path}; `anonkit release recover` (or the next "
+                       f"publish) moves it to {info.output_path}", err=True)
     return store
+
+
+def _shown(name: str) -> str:
+    """A stored name as text, its control and format characters escaped."""
+    return name if name.isprintable() else ascii(name)[1:-1]
+
+
+def _printable(name: str) -> str:
+    """A stored name as a quoted literal (control and format characters escaped)."""
+    return ascii(name) if any(not c.isprintable() for c in name) else repr(name)
 
 
 @click.group("release")
@@ -110,9 +162,13 @@ def publish_cmd(input_path: Path, dataset: str, key: str, qi: str | None,
     from anonkit.hierarchy import read_arx_hierarchy
     from anonkit.io import check_output_path, read_table
     from anonkit.options import as_list
-    from anonkit.releases.publish import PublishRequest, publish
+    from anonkit.releases.publish import PublishRequest, publish, refuse_history_output
+    from anonkit.releases.store import HistoryLocation
 
     check_output_path(input_path, output)
+    # before the history is opened (or created): never write over it, its journal or secret
+    refuse_history_output(output.absolute(), location=HistoryLocation.parse(history),
+                          secret_file=secret_file)
     chosen = methods.get(method or "mondrian")
     given = given_method_options(method_values)
     for name, value in parse_pairs(options, "option").items():
@@ -159,8 +215,8 @@ def _models(info: ReleaseInfo) -> str:
 @_errors
 def list_cmd(dataset: str | None, verify: bool, as_json: bool, history: str,
              secret_file: Path | None) -> None:
-    """List the releases in the history."""
-    with _open(history, secret_file) as store:
+    """List the releases in the history (read-only)."""
+    with _open(history, secret_file, read_only=True) as store:
         infos = store.releases(dataset)
     if as_json:
         rows = [i.to_dict() | ({"file_status": i.file_status()} if verify else {})
@@ -174,7 +230,7 @@ def list_cmd(dataset: str | None, verify: bool, as_json: bool, history: str,
               "models", "file"] + (["status"] if verify else [])
     table = [header]
     for i in infos:
-        row = [i.dataset, str(i.seq), i.created_at.strftime("%Y-%m-%d %H:%M:%S"), i.method,
+        row = [_shown(i.dataset), str(i.seq), i.created_at.strftime("%Y-%m-%d %H:%M:%S"), i.method,
                i.release_kind, str(i.n_released_rows), str(i.n_classes), _models(i),
                i.output_path]
         table.append(row + ([i.file_status()] if verify else []))
@@ -193,10 +249,11 @@ def list_cmd(dataset: str | None, verify: bool, as_json: bool, history: str,
 @_errors
 def show_cmd(dataset: str, seq: int, n_classes: int, as_json: bool, history: str,
              secret_file: Path | None) -> None:
-    """Show release SEQ of DATASET: how it was made and what an adversary sees in it."""
+    """Show release SEQ of DATASET: how it was made and what an adversary sees in it
+    (read-only)."""
     from anonkit.releases.attacks import EXACT_ONLY, exact_only_models, requirements_of
 
-    with _open(history, secret_file) as store:
+    with _open(history, secret_file, read_only=True) as store:
         info = store.release(dataset, seq)
         view = store.load(info)
         auxiliary = store.auxiliary_names(info)
@@ -276,14 +333,15 @@ def _median(sizes: object) -> float:
 @click.option("-e", "e", type=float, default=None,
               help="Sensitive range needed (default: the releases' (k,e) e).")
 @_history_options
-@_errors
+@_audit_errors
 def audit_cmd(dataset: str, report_path: Path | None, as_json: bool, focus: int | None,
               k: float | None, l_: float | None, e: float | None, history: str,
               secret_file: Path | None) -> None:
-    """Intersect every release of --dataset with every other; exit 3 on any breach."""
+    """Intersect every release of --dataset with every other; exit 3 on any breach, 2 on
+    bad input, 1 if the audit itself failed (read-only). A gate tests the exit code != 0."""
     from anonkit.releases.attacks import audit
 
-    with _open(history, secret_file) as store:
+    with _open(history, secret_file, read_only=True) as store:
         report = audit(store, dataset, k=k, l=l_, e=e, focus=focus)
     if report_path is not None:
         from anonkit.releases.report import write_html
@@ -297,6 +355,29 @@ def audit_cmd(dataset: str, report_path: Path | None, as_json: bool, focus: int 
             click.echo(f"report: {report_path}")
     if report.breached:
         sys.exit(BREACH_EXIT)
+
+
+# -- recover ---------------------------------------------------------------------------------
+
+
+@release.command("recover")
+@_history_options
+@_errors
+def recover_cmd(history: str, secret_file: Path | None) -> None:
+    """Finish what a killed publisher left half done (move a committed release's file to
+    its name), and upgrade a history of an older format (keeping a copy of it). The next
+    publish does the same; list, show and audit never write."""
+    with _open(history, secret_file) as store:  # opening writable upgrades and recovers
+        pending = store.pending()
+        for line in store.recovered:
+            click.echo(f"recovered {line}")
+    if pending:
+        for info in pending:
+            click.echo(f"release {info.seq} of {_printable(info.dataset)} is still pending: "
+                       f"its file is neither at {info.pending_path} nor at "
+                       f"{info.output_path}", err=True)
+        sys.exit(1)
+    click.echo(f"the history {history} is complete: no pending release")
 
 
 if __name__ == "__main__":  # pragma: no cover

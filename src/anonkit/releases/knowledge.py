@@ -78,21 +78,29 @@ class Measures:
     member_group: np.ndarray  # their class tuple id (records sharing every class)
     target_group: np.ndarray  # per target: its group among the members
     row_values: bool  # some release of the scope carries values on rows
+    #: per attribute, per target: (distinct, distinct_present, low, high) of the values the
+    #: qi adversary cannot rule out (constraint propagation over the class multisets)
+    qi_values: dict[str, tuple[np.ndarray, ...]] = field(default_factory=dict)
+    #: the same for the linkage adversary (exact per cell when the values are recorded)
+    linkage_values: dict[str, tuple[np.ndarray, ...]] = field(default_factory=dict)
+    #: per attribute, per target: some single release of the scope already left it one
+    #: value (a homogeneous class: no cross-release disclosure)
+    homogeneous: dict[str, np.ndarray] = field(default_factory=dict)
 
     def span(self, attr: str) -> np.ndarray:
         """The numeric range of the values left (NaN: none, or not numeric)."""
         return self.high[attr] - self.low[attr]
 
+    def qi(self, attr: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(distinct, distinct_present, range)`` for the qi adversary."""
+        d, dp, lo, hi = self.qi_values[attr]
+        return d, dp, hi - lo
+
     def linkage(self, attr: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(distinct, distinct_present, range)`` for the linkage adversary. When some
-        release of the scope carries values on rows, its candidates' values are a subset of
-        their rows' values, so there are at most as many as candidates and a lone candidate
-        pins the value; over permuted releases alone it knows only the group multisets."""
-        d, dp, s = self.distinct[attr], self.distinct_present[attr], self.span(attr)
-        if not self.row_values:
-            return d, dp, s
-        cand = self.candidates_linkage
-        return (np.minimum(d, cand), np.minimum(dp, cand), np.where(cand == 1, 0.0, s))
+        """``(distinct, distinct_present, range)`` for the linkage adversary (see
+        :meth:`Intersections.cell_values`)."""
+        d, dp, lo, hi = self.linkage_values[attr]
+        return d, dp, hi - lo
 
 
 class Intersections:
@@ -107,11 +115,21 @@ class Intersections:
         self.n_records = len(self.pseudonyms)
         # class of every record in every release (-1: absent)
         self.cls = np.full((len(self.views), self.n_records), -1, dtype=np.int32)
+        self.record_ids: list[np.ndarray] = []  # per view: its records' global ids
         offset = 0
         for i, v in enumerate(self.views):
             n = len(v.record_keys)
+            self.record_ids.append(np.asarray(gids[offset:offset + n], dtype=np.int64))
             self.cls[i, gids[offset:offset + n]] = v.record_classes
             offset += n
+        # rows of a class that are no record of the history (counterfeit, synthetic)
+        self.slack = [v.sizes - np.bincount(v.record_classes, minlength=v.n_classes)
+                      for v in self.views]
+        #: per attribute: (n_views, n_records) global value id of each record's released
+        #: value (-1: absent, or the release keeps no per-record values)
+        self.record_value: dict[str, np.ndarray] = {}
+        self.values_known = [v.record_values is not None for v in self.views]
+        self._deduced: dict[tuple[int, ...], tuple[np.ndarray, dict[str, tuple]]] = {}
         self.real_sizes = [v.real_sizes for v in self.views]
         self.row_values = [v.info.release_kind in ROW_VALUE_KINDS for v in self.views]
         self.attributes = list(self.views[-1].info.sensitive) if self.views else []
@@ -151,6 +169,14 @@ class Intersections:
             starts = np.searchsorted(cv.class_index[order], np.arange(v.n_classes + 1))
             sparse.append(_Sparse(starts, gid[order], cv.count[order], key[order]))
         self.sparse[attr] = sparse
+        record_value = np.full((len(self.views), self.n_records), -1, dtype=np.int64)
+        for i, (v, lo) in enumerate(zip(self.views, bounds[:-1], strict=False)):
+            if v.record_values is not None and attr in v.record_values:
+                entry = np.asarray(v.record_values[attr], dtype=np.int64)
+                record_value[i, self.record_ids[i]] = gids[lo + entry]
+            else:
+                self.values_known[i] = False
+        self.record_value[attr] = record_value
 
     def missing_id(self, attr: str) -> int:
         """The global id of the missing value of ``attr`` (-1 when it never occurs)."""
@@ -169,6 +195,8 @@ class Intersections:
         if not len(targets) or not self.views:
             return []
         presence = self.cls[:, targets] >= 0
+        # the qi adversary deduces from every release at once (the tightest)
+        everything = tuple(range(len(self.views)))
         patterns, pattern_of = np.unique(presence.T, axis=0, return_inverse=True)
         pattern_of = pattern_of.reshape(-1)
         order = np.argsort(pattern_of, kind="stable")
@@ -177,13 +205,15 @@ class Intersections:
         for p, pattern in enumerate(patterns):
             releases = tuple(int(i) for i in np.flatnonzero(pattern))
             if releases:
-                parts.append(self.measures(releases, targets[order[bounds[p]:bounds[p + 1]]]))
+                parts.append(self.measures(releases, targets[order[bounds[p]:bounds[p + 1]]],
+                                           deduce_over=everything))
         return parts
 
-    def measures(self, releases: tuple[int, ...],
-                 targets: np.ndarray | None = None) -> Measures:
+    def measures(self, releases: tuple[int, ...], targets: np.ndarray | None = None,
+                 deduce_over: tuple[int, ...] | None = None) -> Measures:
         """What intersecting ``releases`` leaves of each of ``targets`` (records present in
-        every one of them; default: all such records)."""
+        every one of them; default: all such records). The qi adversary's deduction uses
+        ``deduce_over`` (default: ``releases``)."""
         rel = list(releases)
         present = (self.cls[rel] >= 0).all(axis=0)
         members = np.flatnonzero(present)
@@ -216,10 +246,167 @@ class Intersections:
                 out[name][attr] = per_tuple[tuple_of]
             candidates_qi = np.minimum(candidates_qi, found[4])
             entries[attr] = found[5]
-        return Measures(releases, targets, candidates_link, candidates_qi[tuple_of],
-                        out["distinct"], out["distinct_present"], out["low"], out["high"],
-                        out["bound"], tuple_classes, tuple_of, entries, members, group,
-                        target_group, any(self.row_values[i] for i in releases))
+        m = Measures(releases, targets, candidates_link, candidates_qi[tuple_of],
+                     out["distinct"], out["distinct_present"], out["low"], out["high"],
+                     out["bound"], tuple_classes, tuple_of, entries, members, group,
+                     target_group, any(self.row_values[i] for i in releases))
+        atom_of, deduced = self.deduce(deduce_over if deduce_over is not None else releases)
+        target_atom = atom_of[targets]
+        for attr in self.attributes:
+            m.qi_values[attr] = tuple(x[target_atom] for x in deduced[attr])
+            m.linkage_values[attr] = self.cell_values(attr, m)
+            single = np.zeros(len(tuple_classes[0]) if len(tuple_classes) else 0, dtype=bool)
+            for j, i in enumerate(rel):
+                single |= np.diff(self.sparse[attr][i].starts)[tuple_classes[j]] == 1
+            m.homogeneous[attr] = single[tuple_of]
+        return m
+
+    # -- the linkage adversary: exact per cell ---------------------------------------------
+    def cell_values(self, attr: str, m: Measures) -> tuple[np.ndarray, ...]:
+        """Per target, ``(distinct, distinct_present, low, high)`` of the values the
+        linkage adversary is left with. It links a person's rows; a release that carries
+        values on rows shows each linked person's value, so the target's value is one of
+        its cell's (the records that shared all its classes): exactly those, when the
+        history keeps the records' values (a person whose rows show different values is
+        no candidate for a value that does not change). Over permuted releases alone it
+        links a person to groups, not values: what the qi adversary deduces. When a release
+        of the scope keeps no per-record values (a migrated history), the bound of the
+        multisets: at most as many values as candidates, a lone candidate pins one."""
+        d, dp, lo, hi = m.qi_values[attr]
+        rows = [i for i in m.releases if self.row_values[i]]
+        if not rows:
+            return d, dp, lo, hi
+        if not all(self.values_known[i] for i in rows):
+            cand = m.candidates_linkage
+            lone = cand == 1
+            # a lone candidate pins one value: its range is 0 (high = low)
+            return (np.minimum(d, cand), np.minimum(dp, cand), lo, np.where(lone, lo, hi))
+        seen = self.record_value[attr][np.ix_(rows, m.members)]
+        value = seen[0]
+        consistent = (seen == value).all(axis=0)
+        n_values = max(len(self.value_names[attr]), 1)
+        pairs = np.unique(m.member_group[consistent] * n_values + value[consistent])
+        group, vid = pairs // n_values, pairs % n_values
+        n_groups = int(m.member_group.max(initial=-1)) + 1
+        distinct = np.bincount(group, minlength=n_groups)
+        missing = self.missing_id(attr)
+        present = distinct - np.bincount(group[vid == missing], minlength=n_groups)
+        low, high = np.full(n_groups, np.nan), np.full(n_groups, np.nan)
+        if len(group):
+            mags = self.magnitude[attr][vid]
+            starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+            low[group[starts]] = np.fmin.reduceat(mags, starts)
+            high[group[starts]] = np.fmax.reduceat(mags, starts)
+        t = m.target_group
+        return (distinct[t].astype(np.float64), present[t].astype(np.float64), low[t],
+                high[t])
+
+    # -- the qi adversary: constraint propagation ------------------------------------------
+    def deduce(self, releases: tuple[int, ...]
+               ) -> tuple[np.ndarray, dict[str, tuple[np.ndarray, ...]]]:
+        """What the qi adversary deduces from ``releases``: per record its *atom* (the
+        records sharing its class, or absence, in every one of them) and per attribute and
+        atom ``(distinct, distinct_present, low, high)`` of the values it cannot rule out.
+
+        Unknowns: ``x[atom, value]``, how many of the atom's people have the value. Each
+        class's multiset is the sum over its atoms (less up to its rows that are no
+        record: counterfeits), each atom's values sum to its size. Bounds on every unknown
+        are tightened from these sums until nothing changes (the counting argument: if the
+        other atoms of a class must use up its flu, the atom has none). A value is left
+        when its upper bound is at least one. Sound, not complete: it never rules out a
+        value some assignment allows; it may leave a value none allows. Releases that
+        contradict each other (a value changed) make the deduction fall back to the
+        intersection of the multisets."""
+        key = tuple(releases)
+        if key in self._deduced:
+            return self._deduced[key]
+        rel = list(key)
+        cls = self.cls[rel].astype(np.int64)
+        anywhere = (cls >= 0).any(axis=0)
+        atom = np.full(self.n_records, -1, dtype=np.int64)
+        group = np.zeros(int(anywhere.sum()), dtype=np.int64)
+        sub = cls[:, anywhere]
+        for row in sub:
+            _, group = np.unique(group * (int(row.max(initial=0)) + 2) + row + 1,
+                                 return_inverse=True)
+            group = group.reshape(-1)
+        atom[anywhere] = group
+        n_atoms = int(group.max(initial=-1)) + 1
+        size = np.bincount(group, minlength=n_atoms).astype(np.float64)
+        first = np.zeros(n_atoms, dtype=np.int64)
+        first[group[::-1]] = np.arange(len(group))[::-1]
+        atom_cls = sub[:, first]
+        out = {attr: self._propagate(attr, rel, atom_cls, size) for attr in self.attributes}
+        self._deduced[key] = (atom, out)
+        return atom, out
+
+    def _propagate(self, attr: str, rel: list[int], atom_cls: np.ndarray,
+                   size: np.ndarray) -> tuple[np.ndarray, ...]:
+        n_atoms = len(size)
+        n_values = max(len(self.value_names[attr]), 1)
+        sparse = [self.sparse[attr][i] for i in rel]
+        present = atom_cls >= 0
+        first = np.argmax(present, axis=0)
+        # the intersection of each atom's multisets: expand its first release's classes
+        parts_a, parts_v, parts_c = [], [], []
+        for j, sp in enumerate(sparse):
+            atoms = np.flatnonzero(first == j)
+            c = atom_cls[j, atoms]
+            owner, idx = _expand(sp.starts[c], sp.starts[c + 1])
+            parts_a.append(atoms[owner])
+            parts_v.append(sp.value[idx])
+            parts_c.append(sp.count[idx])
+        a_e = np.concatenate(parts_a) if parts_a else np.zeros(0, dtype=np.int64)
+        v_e = np.concatenate(parts_v) if parts_v else np.zeros(0, dtype=np.int64)
+        hi = (np.concatenate(parts_c) if parts_c else np.zeros(0)).astype(np.float64)
+        for j, sp in enumerate(sparse):  # keep the values in every multiset of the atom
+            inside = np.flatnonzero(present[j, a_e])
+            pos, found = _lookup(sp, atom_cls[j, a_e[inside]] * n_values + v_e[inside])
+            hi[inside[found]] = np.minimum(hi[inside[found]], sp.count[pos[found]])
+            keep = np.ones(len(a_e), dtype=bool)
+            keep[inside[~found]] = False
+            a_e, v_e, hi = a_e[keep], v_e[keep], hi[keep]
+        links = []  # per release: (its entries, their multiset entry, need, count)
+        for j, sp in enumerate(sparse):
+            inside = np.flatnonzero(present[j, a_e])
+            pos, _ = _lookup(sp, atom_cls[j, a_e[inside]] * n_values + v_e[inside])
+            count = sp.count.astype(np.float64)
+            slack = self.slack[rel[j]][sp.key // n_values] if len(sp.key) else count
+            links.append((inside, pos, count - np.minimum(slack, count), count))
+        hi = np.minimum(hi, size[a_e])
+        lo = np.zeros(len(hi))
+        start_hi = hi.copy()
+        for _ in range(50):
+            before_lo, before_hi = lo.copy(), hi.copy()
+            for entries, pos, need, count in links:
+                n_keys = len(count)
+                s_lo = np.bincount(pos, lo[entries], minlength=n_keys)
+                s_hi = np.bincount(pos, hi[entries], minlength=n_keys)
+                hi[entries] = np.minimum(hi[entries], count[pos] - (s_lo[pos] - lo[entries]))
+                lo[entries] = np.maximum(lo[entries], need[pos] - (s_hi[pos] - hi[entries]))
+            s_lo = np.bincount(a_e, lo, minlength=n_atoms)
+            s_hi = np.bincount(a_e, hi, minlength=n_atoms)
+            hi = np.minimum(hi, size[a_e] - (s_lo[a_e] - lo))
+            lo = np.maximum(lo, size[a_e] - (s_hi[a_e] - hi))
+            if (lo > hi).any():  # contradictory releases: no deduction
+                hi = start_hi
+                break
+            if np.array_equal(lo, before_lo) and np.array_equal(hi, before_hi):
+                break
+        left = hi >= 1
+        a_e, v_e = a_e[left], v_e[left]
+        order = np.lexsort((v_e, a_e))
+        a_e, v_e = a_e[order], v_e[order]
+        distinct = np.bincount(a_e, minlength=n_atoms).astype(np.float64)
+        missing = self.missing_id(attr)
+        dp = distinct - np.bincount(a_e[v_e == missing], minlength=n_atoms)
+        low, high = np.full(n_atoms, np.nan), np.full(n_atoms, np.nan)
+        if len(a_e):
+            mags = self.magnitude[attr][v_e]
+            starts = np.flatnonzero(np.r_[True, a_e[1:] != a_e[:-1]])
+            low[a_e[starts]] = np.fmin.reduceat(mags, starts)
+            high[a_e[starts]] = np.fmax.reduceat(mags, starts)
+        return distinct, dp, low, high
 
     def _value_intersection(self, attr: str, releases: tuple[int, ...],
                             tuple_classes: np.ndarray
@@ -304,6 +491,9 @@ class AttributeKnowledge:
     linkage_distinct: np.ndarray  # the same three as the linkage adversary sees them
     linkage_distinct_present: np.ndarray
     linkage_range: np.ndarray
+    qi_distinct: np.ndarray  # the same three as the qi adversary deduces them
+    qi_distinct_present: np.ndarray
+    qi_range: np.ndarray
     names: np.ndarray = field(repr=False)  # value id -> value (None / NaN: missing)
     _parts: _Parts = field(repr=False)
 
@@ -460,7 +650,7 @@ def _collect(index: Intersections, dataset: str, targets: np.ndarray) -> Knowled
     candidates_qi = np.zeros(n, dtype=np.float64)
     row_values = np.zeros(n, dtype=bool)
     fields = ("distinct", "distinct_present", "low", "high", "bound", "l_distinct",
-              "l_present", "l_range")
+              "l_present", "l_range", "q_distinct", "q_present", "q_range")
     per_attr = {a: {k: np.full(n, np.nan) for k in fields} for a in index.attributes}
     for p, m in enumerate(parts):
         where = position[m.targets]
@@ -470,7 +660,7 @@ def _collect(index: Intersections, dataset: str, targets: np.ndarray) -> Knowled
         row_values[where] = m.row_values
         for a in index.attributes:
             found = (m.distinct[a], m.distinct_present[a], m.low[a], m.high[a],
-                     m.value_bound[a], *m.linkage(a))
+                     m.value_bound[a], *m.linkage(a), *m.qi(a))
             for name, values in zip(fields, found, strict=True):
                 per_attr[a][name][where] = values
     lookup = _Parts(parts, part_of, at, np.asarray(index.pseudonyms, dtype=object))
@@ -480,7 +670,8 @@ def _collect(index: Intersections, dataset: str, targets: np.ndarray) -> Knowled
         attributes[a] = AttributeKnowledge(
             a, index.numeric[a], _counts(out["distinct"]), _counts(out["distinct_present"]),
             out["low"], out["high"], out["bound"], _counts(out["l_distinct"]),
-            _counts(out["l_present"]), out["l_range"], index.value_names[a], lookup)
+            _counts(out["l_present"]), out["l_range"], _counts(out["q_distinct"]),
+            _counts(out["q_present"]), out["q_range"], index.value_names[a], lookup)
     classes = index.cls[:, targets].astype(np.int64)
     records = np.asarray(index.pseudonyms, dtype=object)[targets]
     return Knowledge(dataset, [v.info.seq for v in index.views], records, classes,
@@ -490,6 +681,15 @@ def _collect(index: Intersections, dataset: str, targets: np.ndarray) -> Knowled
 
 def _counts(values: np.ndarray) -> np.ndarray:
     return np.nan_to_num(values, nan=0.0).astype(np.int64)
+
+
+def _lookup(sp: _Sparse, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions of the (class, value) keys ``query`` in a release's multisets, and
+    whether each is there."""
+    if not len(sp.key):
+        return np.zeros(len(query), dtype=np.int64), np.zeros(len(query), dtype=bool)
+    pos = np.minimum(np.searchsorted(sp.key, query), len(sp.key) - 1)
+    return pos, sp.key[pos] == query
 
 
 def _expand(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -5,8 +5,10 @@ The protocol (one publish of release ``n`` of a dataset to ``OUTPUT``):
 1. Validate: the key column has no missing or duplicate value; the columns and their roles
    are those of release ``n - 1``. Note ``n``: the latest release when we start, plus one.
 2. Pseudonymise the keys, run the method (from the registry), require its verdicts to pass.
-3. Write the release to a temporary file beside ``OUTPUT``
-   (``.anonkit-tmp-<pid>-<random>-<name>``), flush it to disk, hash it (SHA-256).
+3. Lock this publish (:class:`anonkit.releases.tempfiles.PublishFiles`: a lock file
+   beside ``OUTPUT``, ``flock``-ed while the publisher lives), write the release to a
+   temporary file beside ``OUTPUT`` (``.anonkit-tmp-<pid>-<random>-<name>``, created with
+   mode 0600), flush it to disk, hash it (SHA-256).
 4. One database transaction: insert release ``n`` (recording the temporary name as
    ``pending_path``), its classes and its records; commit. *This commit is the moment the
    release exists.* If release ``n`` was committed meanwhile by another process, the unique
@@ -16,8 +18,13 @@ The protocol (one publish of release ``n`` of a dataset to ``OUTPUT``):
 
 Failures: before step 4 commits, the transaction rolls back (or, if the process is killed,
 the database discards it: SQLite's journal, PostgreSQL's dropped connection) and the
-temporary file is removed (a killed process leaves it; the next publish to the same output
-deletes temporary files of dead processes). The history and ``OUTPUT`` are as they were.
+temporary file is removed (a killed process leaves it; the next publish into the same
+folder deletes the temporary files of publishes whose lock is free). The history and
+``OUTPUT`` are as they were.
+
+``OUTPUT`` may not be the history, its journal (``-journal``, ``-wal``, ``-shm``), its
+secret, or the file of any recorded release (the same path, resolved, or the same file,
+through a symbolic or hard link): such an output is refused before anything is done.
 
 A kill between 4 and 6 leaves a committed release whose file is still at its temporary name,
 complete and flushed, with its hash recorded. Whoever opens the history next
@@ -36,9 +43,8 @@ previous release (m-invariance keeps signatures, incremental (k,e) checks Lemma 
 from __future__ import annotations
 
 import os
-import re
-import secrets
 import time
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
@@ -51,20 +57,28 @@ import pandas as pd
 from anonkit.errors import HistoryError, InputError
 from anonkit.hierarchy.base import Hierarchy
 from anonkit.release import Release, auxiliary_path, require_input_rows
-from anonkit.releases.secret import PSEUDONYM_BYTES, canonical_keys
+from anonkit.releases.secret import (
+    PSEUDONYM_BYTES,
+    canonical_keys,
+    has_lone_surrogate,
+    secret_path_beside,
+)
 from anonkit.releases.store import (
+    MAX_NAME,
+    HistoryLocation,
     HistoryStore,
     PreparedRelease,
     ReleaseInfo,
     ReleaseView,
     fsync_directory,
+    record_entries,
     sha256_file,
     summarize_classes,
 )
+from anonkit.releases.tempfiles import PublishFiles, remove_orphans
 from anonkit.table import Kind, Schema
 from anonkit.verify import refuse_identifiers, verify_release
 
-_TMP_PREFIX = ".anonkit-tmp-"
 _MAX_ROWS_NAMED = 10
 
 #: Test seam for the crash tests: a stage name -> a function called at that stage
@@ -184,6 +198,7 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
     request = replace(request, options=methods.get(request.method).parse_options(
         request.options, "python"))
     _check_dataset_name(request.dataset)
+    _check_column_names(request)
     check_key_column(df, request.key)
     previous = store.latest(request.dataset)
     schema = _schema(df, request)
@@ -193,6 +208,7 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
         raise InputError(f"output folder {output.parent} does not exist; create it first")
     if output.is_dir():
         raise InputError(f"output path {output} is a folder; give a file name")
+    refuse_history_output(output, store)
 
     clock.lap("validate")
     pseudonyms = store.pseudonyms(request.dataset, df[request.key])
@@ -214,11 +230,15 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
         _refuse_breach(store, release)
         clock.lap("audit")
 
+    refuse_history_output(output, store)  # again: releases may have been recorded meanwhile
     _remove_orphans(output, store)
-    tmp = output.with_name(f"{_TMP_PREFIX}{os.getpid()}-{secrets.token_hex(4)}-{output.name}")
-    aux_tmp = {name: tmp.with_name(f"{tmp.name}.{name}") for name in result.auxiliary}
-    committed = False
+    files = PublishFiles(output.parent)
+    tmp = files.path(output.name)
+    aux_tmp = {name: files.path(f"{output.name}.{name}") for name in result.auxiliary}
+    committed = renamed = False
     try:
+        for path in (tmp, *aux_tmp.values()):
+            files.reserve(path)  # mode 0600: the release keeps it
         result.write(tmp, fmt=fmt, accept_heuristic=accept_heuristic,
                      forbidden=[request.key], auxiliary_paths=aux_tmp)
         clock.lap("write")
@@ -228,6 +248,7 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
         release.pending_path = str(tmp)
         clock.lap("hash")
         _stage("written")
+        files.mark(str(store.location))
         info = store.commit_release(release, before_commit=lambda: _stage("inserted"))
         committed = True
         clock.lap("record")
@@ -241,6 +262,7 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
         for name, aux in aux_tmp.items():
             os.replace(aux, auxiliary_path(output, name))
         fsync_directory(output.parent)
+        renamed = True
         store.clear_pending(info.id)
         clock.lap("rename")
     finally:
@@ -248,6 +270,9 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
             for leftover in (tmp, *aux_tmp.values()):
                 with suppress(OSError):
                     leftover.unlink()
+        # a committed release whose file could not be moved stays pending, with its lock
+        # file naming the history: the next open of the history finishes it
+        files.close(keep=committed and not renamed)
     return store.release(request.dataset, seq)
 
 
@@ -271,6 +296,9 @@ def prepare_release(result: Release, request: PublishRequest, seq: int,
     requirements = [r.to_dict() for m in result.models
                     for r in m.cross_release_requirements()]
     counterfeits = result.counterfeits_per_class()
+    # every record's released value, as its entry in the multisets (kept encrypted)
+    record_values = {attr: record_entries(attr, result.data[attr], result.class_ids)
+                     [positions][order] for attr in schema.sensitive}
     return PreparedRelease(
         dataset=request.dataset, seq=seq, method=result.method,
         parameters=dict(result.parameters), key_column=request.key,
@@ -283,7 +311,8 @@ def prepare_release(result: Release, request: PublishRequest, seq: int,
         release_kind=result.kind.value, threat_model=result.threat_model.value,
         requirements=requirements, seeded=result.seeded, group_column=result.group_column,
         counterfeits=counterfeits.tolist() if counterfeits.any() else None,
-        method_state=result.method_state, auxiliary=dict(result.auxiliary))
+        method_state=result.method_state, auxiliary=dict(result.auxiliary),
+        record_values=record_values)
 
 
 def _refuse_breach(store: HistoryStore, release: PreparedRelease) -> None:
@@ -313,6 +342,13 @@ def check_key_column(df: pd.DataFrame, key: str) -> None:
         raise InputError(f"key column {key!r} is not in the table; it has: "
                          f"{', '.join(map(str, df.columns))}")
     column = df[key]
+    if column.dtype == object:
+        broken = [i for i, v in enumerate(column.tolist())
+                  if isinstance(v, str) and has_lone_surrogate(v)]
+        if broken:
+            raise InputError(f"key column {key!r} has {len(broken)} values that are not valid "
+                             f"Unicode text (they hold a lone surrogate), in rows "
+                             f"{_rows(np.asarray(broken))}; fix the file's encoding")
     blank = column.isna().to_numpy()
     if column.dtype == object:
         blank |= column.astype(str).str.strip().eq("").to_numpy()
@@ -341,8 +377,31 @@ def _rows(rows: np.ndarray) -> str:
 
 
 def _check_dataset_name(name: str) -> None:
-    if not name or not name.strip() or len(name) > 200 or any(ord(c) < 32 for c in name):
-        raise InputError(f"invalid dataset name {name!r}: give 1 to 200 printable characters")
+    """1 to 200 printable characters: no control or format characters (bidirectional
+    overrides such as U+202E would make ``list`` show another name than the one stored),
+    no lone surrogates, no line or paragraph separators."""
+    if not isinstance(name, str) or not name or not name.strip() or len(name) > MAX_NAME \
+            or any(unicodedata.category(c) in _UNPRINTABLE for c in name):
+        bad = [f"U+{ord(c):04X}" for c in str(name)
+               if unicodedata.category(c) in _UNPRINTABLE][:3]
+        why = f" (it holds {', '.join(bad)})" if bad else ""
+        raise InputError(f"invalid dataset name {name!r}{why}: give 1 to {MAX_NAME} printable "
+                         f"characters, without control, format or bidirectional characters")
+
+
+#: control, format (bidi overrides, zero-width), surrogate and separator characters
+_UNPRINTABLE = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+
+
+def _check_column_names(request: PublishRequest) -> None:
+    """Names the history stores in columns of at most 200 characters."""
+    for what, names in (("key column", [request.key]), ("sensitive column",
+                                                        list(request.sensitive))):
+        for name in names:
+            if len(str(name)) > MAX_NAME:
+                raise InputError(f"the {what} name {str(name)[:40]!r}... has {len(str(name))} "
+                                 f"characters; the history keeps names of at most {MAX_NAME}: "
+                                 f"rename the column")
 
 
 def _schema(df: pd.DataFrame, request: PublishRequest) -> Schema:
@@ -404,30 +463,62 @@ def _stage(name: str) -> None:
         hook()
 
 
-_TMP_NAME = re.compile(r"\.?\.anonkit-tmp-(\d+)-[0-9a-f]+-(.+)")
-
-
 def _remove_orphans(output: Path, store: HistoryStore) -> None:
-    """Delete temporary files a killed publisher left beside ``output`` (ours, and the
-    writer's own ``.<ours>.xxxx.tmp``) -- never one a live process is writing, nor one the
-    history still points to (that one is recovered on open)."""
-    pending = {info.pending_path for info in store.pending()}
-    for tmp in output.parent.glob(f"*{_TMP_PREFIX}*"):
-        match = _TMP_NAME.fullmatch(tmp.name)
-        if (match is None or not match.group(2).startswith(output.name)
-                or str(tmp) in pending or _alive(int(match.group(1)))):
-            continue
-        with suppress(OSError):
-            tmp.unlink()
+    """Delete the temporary files that ended publishes left in ``output``'s folder (see
+    :mod:`anonkit.releases.tempfiles`): never a live publisher's (its lock is held), nor
+    one the history still points to (that one is recovered on open)."""
+    remove_orphans(output.parent, str(store.location),
+                   lambda: [str(info.pending_path) for info in store.pending()])
 
 
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
+def history_files(location: HistoryLocation, secret_file: Path | None = None) -> list[Path]:
+    """The files of a history that no release may overwrite: the SQLite file and its
+    journals, its secret (beside it, or ``secret_file``)."""
+    out = [] if secret_file is None else [Path(secret_file)]
+    path = location.sqlite_path
+    if path is not None:
+        out += [path, *(path.with_name(path.name + suffix) for suffix in _JOURNALS),
+                secret_path_beside(path)]
+    return out
+
+
+_JOURNALS = ("-journal", "-wal", "-shm")
+
+
+def refuse_history_output(output: Path, store: HistoryStore | None = None, *,
+                          location: HistoryLocation | None = None,
+                          secret_file: Path | None = None) -> None:
+    """Refuse (:class:`InputError`, nothing done) an output that is the history, its
+    journal, its secret, or the file of a release it records (any dataset; the auxiliary
+    tables and a pending temporary file too): by resolved path, and by identity (device
+    and inode) when both exist, so neither a symbolic nor a hard link gets past."""
+    protected: list[tuple[Path, str]] = []
+    if store is not None:
+        location = store.location
+        if store.secret.path is not None:
+            protected.append((store.secret.path, "the history's secret"))
+        protected += [(Path(p), what) for p, what in store.recorded_files()]
+    if location is not None:
+        protected += [(p, "the history's secret" if p.name.endswith(".secret")
+                       or p == secret_file else "the history" if p == location.sqlite_path
+                       else "the history's journal")
+                      for p in history_files(location, secret_file)]
+    if not protected:
+        return
+    target = output.absolute()
+    resolved = target.resolve()
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+        out_stat: os.stat_result | None = os.stat(target)
+    except OSError:
+        out_stat = None
+    for path, what in protected:
+        path = path.absolute()
+        same = path.resolve() == resolved
+        if not same and out_stat is not None:
+            with suppress(OSError):
+                st = os.stat(path)
+                same = (st.st_dev, st.st_ino) == (out_stat.st_dev, out_stat.st_ino)
+        if same:
+            raise InputError(f"output {output} is {what} ({path}); writing it would destroy "
+                             f"it, so the publish was refused and nothing was changed. "
+                             f"Choose another output path")

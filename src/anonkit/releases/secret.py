@@ -9,7 +9,8 @@ The secret therefore never enters the database. It lives
 
 - in a file beside an SQLite history (``anonkit.db`` -> ``anonkit.db.secret``), created with
   mode 0600 together with the history; or
-- in the environment variable ``ANONKIT_HISTORY_SECRET`` (its text is the secret), or in a
+- in the environment variable ``ANONKIT_HISTORY_SECRET`` (its text is the secret; it must be
+  the hex or base64 encoding of at least 32 random bytes, see :func:`env_secret`), or in a
   file named explicitly (``secret_file=`` / ``--secret-file`` /
   ``$ANONKIT_HISTORY_SECRET_FILE``): required for PostgreSQL histories, which have no
   "beside".
@@ -18,8 +19,12 @@ The default is convenient, but a backup or copy of the history's folder then car
 secret with the pseudonyms it protects; opening such a history warns once per process
 (:class:`SecretBesideHistoryWarning`) to keep the secret elsewhere in production.
 
-The database holds only ``HMAC(secret, CHECK_MESSAGE)``, so opening a history with the wrong
-secret is refused at once instead of silently producing pseudonyms that match nothing.
+A secret file is refused unless it is a regular file owned by the current user with no
+permission for anyone else (see :func:`read_secret_file`).
+
+The database holds only ``HMAC(secret, CHECK_MESSAGE)`` (compared in constant time), so
+opening a history with the wrong secret is refused at once instead of silently producing
+pseudonyms that match nothing.
 
 Record pseudonyms are domain-separated per dataset: the key of dataset ``d`` is
 ``K_d = HMAC(secret, "anonkit record key" || 0x00 || d)`` and a record's pseudonym is
@@ -32,6 +37,8 @@ one history thus gets unrelated pseudonyms (the history itself does not link dat
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import hmac
 import os
@@ -53,6 +60,10 @@ SECRET_SUFFIX = ".secret"
 CHECK_MESSAGE = b"anonkit history secret check v1"
 _RECORD_DOMAIN = b"anonkit record key\x00"
 _MIN_SECRET_CHARS = 16
+#: an environment secret must decode to at least this many bytes (see :func:`env_secret`)
+MIN_ENV_SECRET_BYTES = 32
+#: ... with at least this many distinct byte values (32 random bytes have about 30)
+_MIN_DISTINCT_BYTES = 16
 PSEUDONYM_BYTES = 16
 
 
@@ -74,6 +85,11 @@ class Secret:
     def check_value(self) -> str:
         """What the database stores to recognise this secret (it reveals nothing of it)."""
         return hmac.new(self.value, CHECK_MESSAGE, hashlib.sha256).hexdigest()
+
+    def matches(self, stored: str) -> bool:
+        """Whether ``stored`` is this secret's check value (compared in constant time)."""
+        return hmac.compare_digest(self.check_value().encode("ascii"),
+                                   str(stored).encode("ascii", "replace"))
 
     def record_hasher(self, dataset: str) -> RecordHasher:
         return RecordHasher(self.value, dataset)
@@ -101,7 +117,13 @@ class RecordHasher:
         append = out.append
         for text in keys:
             inner = inner0.copy()
-            inner.update(text.encode("utf-8"))
+            try:
+                data = text.encode("utf-8")
+            except UnicodeEncodeError:
+                raise HistoryError(f"the record key {text!r} is not valid Unicode text (it "
+                                   f"holds a lone surrogate); fix the key column's "
+                                   f"encoding") from None
+            inner.update(data)
             outer = outer0.copy()
             outer.update(inner.digest())
             append(outer.digest()[:PSEUDONYM_BYTES])
@@ -117,16 +139,20 @@ def canonical_keys(keys: pd.Series) -> list[str]:
 
     A key column read as integers in one release and as text in the next (``12`` and
     ``"12"``), or as floats (``12.0``), must give the same pseudonym, otherwise the history
-    loses the record. Integral numbers are written without a fraction; text is stripped.
+    loses the record. Integral numbers are written without a fraction, exactly (a float
+    key of 2^63 or more is its exact integer, not a wrapped-around 64-bit one); text is
+    stripped.
     """
     if pd.api.types.is_bool_dtype(keys):
         return keys.astype(str).tolist()
     if pd.api.types.is_integer_dtype(keys):
+        if pd.api.types.is_unsigned_integer_dtype(keys):
+            return [str(int(v)) for v in keys.tolist()]
         return keys.astype(np.int64).astype(str).tolist()
     if pd.api.types.is_float_dtype(keys):
         values = keys.to_numpy(dtype=np.float64)
         whole = np.isfinite(values) & (values == np.round(values))
-        if whole.all():
+        if whole.all() and (not len(values) or np.abs(values).max() < 2.0**62):
             return values.astype(np.int64).astype(str).tolist()
         return [str(int(v)) if w else repr(float(v)) for v, w in zip(values, whole, strict=True)]
     return [_text(v) for v in keys.tolist()]
@@ -136,6 +162,15 @@ def _text(value: object) -> str:
     if isinstance(value, float | np.floating) and float(value).is_integer():
         return str(int(value))
     return str(value).strip()
+
+
+def has_lone_surrogate(text: str) -> bool:
+    """True when ``text`` cannot be encoded as UTF-8 (it holds a lone surrogate)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def secret_path_beside(database: Path) -> Path:
@@ -148,18 +183,82 @@ def from_text(text: str, source: str, path: Path | None = None) -> Secret:
 
 
 def read_secret_file(path: Path) -> Secret:
-    """Read a secret file; warn when others may read it (the secret protects the keys)."""
+    """Read a secret file. Refused (nothing is read from it) unless it is a regular file
+    owned by the current user that no other user may read or write (mode 0600 or
+    stricter): a secret others can read protects nothing, and one planted by another user
+    (in a shared folder) would make the history use a key that user knows."""
     try:
-        text = path.read_text(encoding="utf-8")
+        fd = os.open(path, os.O_RDONLY)  # a link is followed: the file read is checked
     except FileNotFoundError:
         raise HistoryError(f"secret file not found: {path}") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        raise HistoryError(f"cannot read the secret file {path}: {exc.strerror or exc}; it "
+                           f"must be a regular file owned by you, mode 0600") from None
+    try:
+        info = os.fstat(fd)  # the file read, not whatever the name points to later
+        _check_secret_file(path, info)
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            data = fh.read()
+    finally:
+        os.close(fd)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise HistoryError(f"cannot read the secret file {path}: {exc}") from None
-    mode = path.stat().st_mode
-    if os.name == "posix" and mode & (stat.S_IRWXG | stat.S_IRWXO):
-        warnings.warn(f"the history secret {path} is readable by other users; "
-                      f"restrict it: chmod 600 {path}", stacklevel=2)
     return from_text(text, f"file {path}", path)
+
+
+def _check_secret_file(path: Path, info: os.stat_result) -> None:
+    if not stat.S_ISREG(info.st_mode):
+        raise HistoryError(f"the history secret {path} is not a regular file; refused")
+    if os.name != "posix":
+        return
+    if info.st_uid != os.getuid():
+        raise HistoryError(
+            f"the history secret {path} belongs to another user (uid {info.st_uid}); it is "
+            f"refused, since whoever planted it knows it. Use a secret file you created "
+            f"(the history's own, or --secret-file FILE)")
+    if info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise HistoryError(
+            f"the history secret {path} is accessible to other users (mode "
+            f"{stat.S_IMODE(info.st_mode):04o}); it is refused. Restrict it with "
+            f"`chmod 600 {path}` (and consider it exposed if others may have read it)")
+
+
+def env_secret(text: str) -> Secret:
+    """The secret of ``$ANONKIT_HISTORY_SECRET``. Its text is the secret (as for a file),
+    but it must carry at least 32 bytes of entropy, measured as the length of the decoded
+    value: the text must be the hexadecimal or base64 encoding of at least
+    :data:`MIN_ENV_SECRET_BYTES` bytes (with at least 16 distinct byte values, which
+    random bytes have and repeated patterns do not), e.g. ``secrets.token_hex(32)``.
+    Environment values are often typed by hand; a file secret is always created random."""
+    source = f"environment variable {SECRET_ENV}"
+    decoded = _decoded(text.strip())
+    if decoded is None or len(decoded) < MIN_ENV_SECRET_BYTES \
+            or len(set(decoded)) < _MIN_DISTINCT_BYTES:
+        measured = ("it is neither hexadecimal nor base64" if decoded is None else
+                    f"it decodes to {len(decoded)} bytes with {len(set(decoded))} distinct "
+                    f"values")
+        raise HistoryError(
+            f"the history secret from {source} is too weak ({measured}); it must be the hex "
+            f"or base64 encoding of at least {MIN_ENV_SECRET_BYTES} random bytes, e.g. the "
+            f"output of `python -c 'import secrets; print(secrets.token_hex(32))'`")
+    return from_text(text, source)
+
+
+def _decoded(text: str) -> bytes | None:
+    """The bytes ``text`` encodes: hexadecimal first, else base64 (standard or URL-safe,
+    padding optional); None if it is neither."""
+    if len(text) % 2 == 0 and all(c in "0123456789abcdefABCDEF" for c in text):
+        return bytes.fromhex(text)
+    compact = text.rstrip("=")
+    if not compact or not all(c.isascii() and (c.isalnum() or c in "+/-_") for c in compact):
+        return None
+    try:
+        return base64.urlsafe_b64decode(compact.replace("+", "-").replace("/", "_")
+                                        + "=" * (-len(compact) % 4))
+    except (binascii.Error, ValueError):
+        return None
 
 
 def create_secret_file(path: Path) -> Secret:
@@ -221,7 +320,7 @@ def resolve_secret(*, explicit: bytes | str | None, secret_file: Path | None,
         return (read_secret_file(secret_file) if secret_file.exists() else None), secret_file
     env = os.environ.get(SECRET_ENV)
     if env:
-        return from_text(env, f"environment variable {SECRET_ENV}"), None
+        return env_secret(env), None
     if beside is not None:
         return (read_secret_file(beside) if beside.exists() else None), beside
     return None, None

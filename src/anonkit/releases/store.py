@@ -29,9 +29,10 @@ releases), the *cross-release requirements* of its privacy models (what the audi
 and whether a user-given seed drove its randomness (never the seed).
 
 ``anonkit_schema`` holds the format version. A history of an older version is upgraded when
-opened (:mod:`anonkit.releases.migrations`); a newer version, or a database that is not an
-anonkit history at all, is a :class:`HistoryError`, and nothing is ever created in or
-rewritten in a database this module did not create.
+opened for writing (:mod:`anonkit.releases.migrations`; a read-only open refuses it); a
+newer version, or a database that is not an anonkit history at all, is a
+:class:`HistoryError`, and nothing is ever created in or rewritten in a database this module
+did not create.
 
 Everything is SQLAlchemy Core. The two bulk inserts (classes and records, up to a million
 rows for a million-row release) bypass per-row Core processing: rows are plain tuples, sorted by
@@ -45,6 +46,10 @@ import hashlib
 import io
 import json
 import os
+import re
+import secrets
+import sqlite3
+import urllib.parse
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -176,8 +181,57 @@ auxiliary_table = sa.Table(
     sa.Column("content", sa.LargeBinary, nullable=False),  # Parquet
 )
 
+# -- per-record sensitive values, encrypted (the linkage adversary's exact measure) -------
+#: Per release and sensitive attribute, every record's released value, as the index of its
+#: entry in the release's multisets (class, value), one little-endian uint32 per record in
+#: pseudonym order, XORed with a keystream: SHAKE-256 of HMAC(secret, domain, dataset,
+#: release, attribute, nonce). Without the secret the blob is uniformly random and reveals
+#: nothing; with it, the history is a table pseudonym -> value (as protected as the
+#: pseudonyms themselves). A migrated version-1 release has none: the audit then bounds the
+#: linkage adversary from the multisets.
+record_values_table = sa.Table(
+    "anonkit_record_values", metadata,
+    sa.Column("release_id", sa.Integer,
+              sa.ForeignKey("anonkit_releases.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("attribute", sa.String(200), primary_key=True),
+    sa.Column("nonce", sa.LargeBinary(16), nullable=False),
+    sa.Column("codes", sa.LargeBinary, nullable=False),
+)
+_VALUES_DOMAIN = b"anonkit record values\x00"
+
+
+def _value_keystream(secret: Secret, dataset: str, seq: int, attribute: str, nonce: bytes,
+                     n: int) -> np.ndarray:
+    import hmac
+
+    context = json.dumps([dataset, int(seq), attribute]).encode("utf-8")
+    key = hmac.digest(secret.value, _VALUES_DOMAIN + context + b"\x00" + nonce, "sha256")
+    return np.frombuffer(hashlib.shake_256(key).digest(4 * n), dtype="<u4").astype(np.int64)
+
+
+def encrypt_record_values(secret: Secret, dataset: str, seq: int, attribute: str,
+                          codes: np.ndarray) -> tuple[bytes, bytes]:
+    """``(nonce, blob)`` of per-record entry indices (see ``record_values_table``)."""
+    codes = np.asarray(codes, dtype=np.int64)
+    nonce = os.urandom(16)
+    mask = _value_keystream(secret, dataset, seq, attribute, nonce, len(codes))
+    return nonce, (codes ^ mask).astype("<u4").tobytes()
+
+
+def decrypt_record_values(secret: Secret, dataset: str, seq: int, attribute: str,
+                          nonce: bytes, blob: bytes) -> np.ndarray:
+    cipher = np.frombuffer(blob, dtype="<u4").astype(np.int64)
+    return cipher ^ _value_keystream(secret, dataset, seq, attribute, nonce, len(cipher))
+
+
+def record_entries(attr: str, column: pd.Series, class_ids: np.ndarray) -> np.ndarray:
+    """Per row of ``column``, the index of its (class, value) entry in
+    ``multisets(attr, column, class_ids)``."""
+    return _multisets(attr, column, class_ids)[1]
+
+
 #: the tables a version-2 history adds to a version-1 one
-V2_TABLES = (method_state_table, auxiliary_table)
+V2_TABLES = (method_state_table, auxiliary_table, record_values_table)
 
 
 # -- what a release is ------------------------------------------------------------------
@@ -267,6 +321,9 @@ class PreparedRelease:
     counterfeits: list[int] | None = None  # per class, aligned with class_rows
     method_state: bytes | None = None
     auxiliary: dict[str, pd.DataFrame] = field(default_factory=dict)
+    #: per sensitive attribute, every record's entry in its multisets (aligned with
+    #: record_hashes; see ``record_values_table``); None: not known
+    record_values: dict[str, np.ndarray] | None = None
 
     @property
     def n_classes(self) -> int:
@@ -292,7 +349,10 @@ class PreparedRelease:
                            pd.DataFrame(index=pd.RangeIndex(self.n_classes)),
                            {cv.attribute: cv for cv in self.class_values}, keys,
                            np.asarray(self.record_classes, dtype=np.int64),
-                           self.counterfeit_array())
+                           self.counterfeit_array(),
+                           None if self.record_values is None else
+                           {a: np.asarray(c, dtype=np.int64)
+                            for a, c in self.record_values.items()})
 
 
 @dataclass(frozen=True)
@@ -341,6 +401,9 @@ class ReleaseView:
     record_classes: np.ndarray  # (n_records,) int64
     #: (n_classes,) int64: counterfeit rows per class, counted in ``sizes``
     counterfeits: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    #: per sensitive attribute, every record's entry index in ``values[attr]`` (aligned with
+    #: ``record_keys``); None when the history has none for this release
+    record_values: dict[str, np.ndarray] | None = None
 
     def __post_init__(self) -> None:
         if len(self.counterfeits) == 0 and len(self.sizes):
@@ -364,8 +427,10 @@ class HistoryLocation:
     """A history given as a path (SQLite) or a URL (``sqlite:///...``,
     ``postgresql+psycopg://...``)."""
 
-    url: URL
+    url: URL  # without the ``schema`` parameter
     sqlite_path: Path | None
+    #: PostgreSQL: the dedicated schema the history lives in (``?schema=anonkit``)
+    schema: str | None = None
 
     @classmethod
     def parse(cls, history: str | os.PathLike[str] | URL | None) -> HistoryLocation:
@@ -387,20 +452,51 @@ class HistoryLocation:
                                    "process; give a file (--history anonkit.db)")
             return cls(url, Path(url.database).expanduser().absolute())
         if backend == "postgresql":
-            return cls(url, None)
+            schema = url.query.get("schema")
+            if isinstance(schema, tuple):
+                raise HistoryError(f"the history URL {history!r} names several schemas; give "
+                                   f"one: ?schema=anonkit")
+            if schema is not None and not _SCHEMA_NAME.fullmatch(schema):
+                raise HistoryError(f"invalid schema name {schema!r} in the history URL: give "
+                                   f"1 to 63 lower-case letters, digits or _ (e.g. "
+                                   f"?schema=anonkit)")
+            return cls(url.difference_update_query(["schema"]), None, schema)
         raise HistoryError(f"unsupported history database {backend!r}: use an SQLite file or "
                            f"a postgresql+psycopg:// URL")
 
     def __str__(self) -> str:
         if self.sqlite_path is not None:
             return str(self.sqlite_path)
-        return self.url.render_as_string(hide_password=True)
+        shown = self.url.render_as_string(hide_password=True)
+        if self.schema is not None:
+            shown += ("&" if "?" in shown else "?") + f"schema={self.schema}"
+        return shown
 
 
-def _make_engine(location: HistoryLocation) -> Engine:
+_SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+
+
+def _make_engine(location: HistoryLocation, read_only: bool = False) -> Engine:
     if location.sqlite_path is None:
-        return sa.create_engine(location.url, pool_pre_ping=True)
-    engine = sa.create_engine(location.url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT})
+        args: dict[str, object] = {}
+        if location.schema is not None:  # every unqualified name, raw SQL too, lands there
+            args["options"] = f"-c search_path={location.schema}"
+        if read_only:
+            args["options"] = (str(args.get("options", "")) +
+                               " -c default_transaction_read_only=on").strip()
+        return sa.create_engine(location.url, pool_pre_ping=True, connect_args=args)
+    if read_only:
+        # mode=ro: SQLite never writes (no journal, no recovery of a hot journal), so a
+        # read-only file or folder is read as it is
+        target = "file:" + urllib.parse.quote(str(location.sqlite_path)) + "?mode=ro"
+
+        def _connect() -> sqlite3.Connection:
+            return sqlite3.connect(target, uri=True, timeout=SQLITE_BUSY_TIMEOUT,
+                                   check_same_thread=False)
+
+        engine = sa.create_engine("sqlite://", creator=_connect, poolclass=sa.pool.QueuePool)
+    else:
+        engine = sa.create_engine(location.url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT})
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: object, _record: object) -> None:
@@ -408,7 +504,8 @@ def _make_engine(location: HistoryLocation) -> Engine:
         # DML, leaving DDL and reads outside transactions); we BEGIN below.
         dbapi_connection.isolation_level = None  # type: ignore[attr-defined]
         cursor = dbapi_connection.cursor()  # type: ignore[attr-defined]
-        cursor.execute("PRAGMA foreign_keys = ON")
+        if not read_only:
+            cursor.execute("PRAGMA foreign_keys = ON")
         cursor.execute("PRAGMA cache_size = -65536")  # 64 MB: bulk inserts stay in memory
         cursor.close()
 
@@ -432,39 +529,66 @@ class HistoryStore:
         self.engine = engine
         self.location = location
         self.secret = secret
+        self.read_only = False
+        #: what :meth:`open` finished of publishes a killed publisher left half done
+        self.recovered: list[str] = []
 
     # -- opening ------------------------------------------------------------------------
     @classmethod
     def open(cls, history: str | os.PathLike[str] | URL | None = None, *,
              secret: bytes | str | None = None,
              secret_file: str | os.PathLike[str] | None = None,
-             create: bool = False) -> HistoryStore:
+             create: bool = False, read_only: bool = False) -> HistoryStore:
         """Open the history at ``history`` (path or URL; default ``$ANONKIT_HISTORY`` or
         ``anonkit.db``). With ``create``, a missing history is created (with a new secret
         beside an SQLite file); without, it is an error. See :mod:`anonkit.releases.secret`
         for where the secret comes from. A history of an older format is upgraded
         (:mod:`anonkit.releases.migrations`; :class:`HistoryUpgradedWarning` says where the
-        old one was copied), and a secret kept in the folder of an SQLite history is
-        warned of once per process."""
+        old one was copied), publishes a killed publisher left half done are finished
+        (:meth:`recover`), and a secret kept in the folder of an SQLite history is warned of
+        once per process.
+
+        ``read_only``: nothing is written, ever (``list``, ``show``, ``audit``): no
+        creation, no upgrade, no recovery; an SQLite history is opened read-only, so a
+        read-only file or folder works. A history of an older format is refused (upgrade
+        it with ``anonkit release recover``, or by publishing), and a pending release is
+        left pending (:meth:`pending`; ``recover`` finishes it).
+
+        An SQLite history is created atomically with mode 0600 (its journal gets the same
+        mode from SQLite); an existing empty file is refused, not turned into a history. A
+        PostgreSQL history needs an empty database or a dedicated schema
+        (``postgresql+psycopg://.../db?schema=anonkit``, created if missing): anonkit never
+        creates its tables among another application's."""
+        if read_only and create:
+            raise ValueError("a history cannot be created read-only")
         location = HistoryLocation.parse(history)
         path = location.sqlite_path
-        if path is not None and not path.exists():
-            if not create:
-                raise HistoryError(f"no release history at {path}: publish a release first "
-                                   f"(anonkit release publish ...), or name the history with "
-                                   f"--history / {HISTORY_ENV}")
-            if not path.parent.is_dir():
-                raise HistoryError(f"cannot create the history {path}: the folder "
-                                   f"{path.parent} does not exist")
-        engine = _make_engine(location)
+        explicit_file = Path(secret_file) if secret_file is not None else None
+        if path is not None:
+            if not path.exists():
+                if not create:
+                    raise HistoryError(f"no release history at {path}: publish a release "
+                                       f"first (anonkit release publish ...), or name the "
+                                       f"history with --history / {HISTORY_ENV}")
+                if not path.parent.is_dir():
+                    raise HistoryError(f"cannot create the history {path}: the folder "
+                                       f"{path.parent} does not exist")
+                _create_sqlite(location, secret, explicit_file)
+            elif path.is_file() and path.stat().st_size == 0:
+                raise HistoryError(f"{path} is an empty file, not a release history; it is "
+                                   f"refused (nothing was changed). Name the history with "
+                                   f"--history, or remove the empty file to create a new one")
+        elif location.schema is not None and not _ensure_pg_schema(location, create):
+            raise HistoryError(f"no release history at {location}: the schema "
+                               f"{location.schema!r} does not exist; publish a release first")
+        engine = _make_engine(location, read_only)
         try:
             try:
                 found = _inspect(engine, location)
             except sa.exc.DBAPIError as exc:
                 raise _unreadable(location, exc) from None
             given, new_secret_path = resolve_secret(
-                explicit=secret,
-                secret_file=Path(secret_file) if secret_file is not None else None,
+                explicit=secret, secret_file=explicit_file,
                 beside=secret_path_beside(path) if path is not None else None)
             if found is None:
                 if not create:
@@ -488,24 +612,40 @@ class HistoryStore:
                         f"the secret of the history {location} is missing: it was created with "
                         f"one, expected in {where}. Restore it; a new secret would not "
                         f"recognise any record of the history")
-                if given.check_value() != check:
+                if not given.matches(check):
                     raise HistoryError(
                         f"wrong secret for the history {location} (from {given.source}): it "
                         f"is not the secret the history was created with. Use that secret; "
                         f"nothing was changed")
                 if version < SCHEMA_VERSION:
+                    if read_only:
+                        raise HistoryError(
+                            f"the history {location} has format version {version}; this "
+                            f"anonkit reads version {SCHEMA_VERSION}, and this command does not "
+                            f"write. Upgrade it with `anonkit release recover --history ...` "
+                            f"(it keeps a copy of the old history), or by publishing the "
+                            f"next release; nothing was changed")
                     from anonkit.releases.migrations import upgrade
 
                     note = upgrade(engine, location)
                     if note is not None:
                         warnings.warn(note, HistoryUpgradedWarning, stacklevel=2)
+        except sa.exc.DBAPIError as exc:
+            engine.dispose()
+            raise _unreadable(location, exc) from None
         except BaseException:
             engine.dispose()
             raise
         if path is not None:
             warn_if_beside(given, path)
         store = cls(engine, location, given)
-        store.recover()
+        store.read_only = read_only
+        if not read_only:
+            try:
+                store.recovered = store.recover()
+            except BaseException:
+                store.close()
+                raise
         return store
 
     def close(self) -> None:
@@ -581,10 +721,52 @@ class HistoryStore:
         hashes, classes = zip(*record_rows, strict=True) if record_rows else ((), ())
         keys = np.empty(len(hashes), dtype=object)
         keys[:] = hashes
+        record_classes = np.array(classes, dtype=np.int64)
+        keys, record_classes, record_values = self._record_values(release, keys,
+                                                                  record_classes)
         return ReleaseView(release, np.array(sizes, dtype=np.int64), label_frame,
                            {a: values[a] for a in release.sensitive}, keys,
-                           np.array(classes, dtype=np.int64),
-                           np.array(counterfeits, dtype=np.int64))
+                           record_classes, np.array(counterfeits, dtype=np.int64),
+                           record_values)
+
+    # -- per-record values (see record_values_table) ---------------------------------------
+    def _record_values(self, release: ReleaseInfo, keys: np.ndarray, classes: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray] | None]:
+        """The records in pseudonym order, with their decrypted entry indices."""
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(record_values_table.c.attribute, record_values_table.c.nonce,
+                          record_values_table.c.codes)
+                .where(record_values_table.c.release_id == release.id)).all()
+        found = {attr: (bytes(nonce), bytes(blob)) for attr, nonce, blob in rows}
+        if not release.sensitive or any(a not in found for a in release.sensitive):
+            return keys, classes, None
+        packed = keys.astype(f"S{16}") if len(keys) else np.zeros(0, dtype="S16")
+        if len(packed) > 1 and not (packed[1:] > packed[:-1]).all():
+            order = np.argsort(packed, kind="stable")
+            keys, classes = keys[order], classes[order]
+        out = {}
+        for attr in release.sensitive:
+            codes = decrypt_record_values(self.secret, release.dataset, release.seq, attr,
+                                          *found[attr])
+            if len(codes) != len(keys):
+                raise HistoryError(f"release {release.seq} of {release.dataset!r} keeps "
+                                   f"{len(codes)} record values of {attr!r} for {len(keys)} "
+                                   f"records; the history is damaged")
+            out[attr] = codes
+        return keys, classes, out
+
+    def _insert_record_values(self, conn: Connection, release_id: int,
+                              release: PreparedRelease) -> None:
+        if not release.record_values:
+            return
+        rows = []
+        for attr, codes in release.record_values.items():
+            nonce, blob = encrypt_record_values(self.secret, release.dataset, release.seq,
+                                                attr, np.asarray(codes))
+            rows.append({"release_id": release_id, "attribute": attr, "nonce": nonce,
+                         "codes": blob})
+        conn.execute(record_values_table.insert(), rows)
 
     def method_state(self, release: ReleaseInfo) -> bytes | None:
         """The opaque state the release's method kept for its next release (None: none)."""
@@ -616,6 +798,31 @@ class HistoryStore:
                                f"{', '.join(map(repr, known)) if known else 'none'}")
         return pq.read_table(io.BytesIO(bytes(blob))).to_pandas()
 
+    def recorded_files(self) -> list[tuple[str, str]]:
+        """Every file the history records, as ``(path, what)``: each release's file, its
+        pending temporary file, and the auxiliary tables published beside it."""
+        from anonkit.release import auxiliary_path
+
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(
+                releases_table.c.id, releases_table.c.dataset, releases_table.c.seq,
+                releases_table.c.output_path, releases_table.c.pending_path)).all()
+            aux = conn.execute(sa.select(auxiliary_table.c.release_id,
+                                         auxiliary_table.c.name)).all()
+        by_id = {row.id: row for row in rows}
+        out = []
+        for row in rows:
+            what = f"the file of release {row.seq} of {row.dataset!r}"
+            out.append((row.output_path, what))
+            if row.pending_path:
+                out.append((row.pending_path, what + " (pending)"))
+        for release_id, name in aux:
+            row = by_id.get(release_id)
+            if row is not None:
+                out.append((str(auxiliary_path(Path(row.output_path), name)),
+                            f"the table {name!r} of release {row.seq} of {row.dataset!r}"))
+        return out
+
     def pseudonyms(self, dataset: str, keys: pd.Series) -> list[bytes]:
         """The pseudonyms this history gives the record keys ``keys`` in ``dataset``."""
         return self.secret.record_hasher(dataset).hash_keys(keys)
@@ -630,6 +837,9 @@ class HistoryStore:
     @contextmanager
     def _write(self) -> Iterator[Connection]:
         """A write transaction (BEGIN IMMEDIATE on SQLite); rolled back on any error."""
+        if self.read_only:
+            raise HistoryError(f"the history {self.location} was opened read-only; nothing "
+                               f"was written")
         with self.engine.connect() as conn:
             conn.execution_options(anonkit_begin="IMMEDIATE")
             with conn.begin():
@@ -643,6 +853,7 @@ class HistoryStore:
         published that number first (or publishes it concurrently), nothing is written
         and :class:`ConcurrentPublishError` is raised.
         """
+        _check_names(release)
         try:
             with self._write() as conn:
                 latest = conn.execute(
@@ -680,6 +891,7 @@ class HistoryStore:
                                   zip([release_id] * len(release.record_hashes),
                                       release.record_hashes, release.record_classes,
                                       strict=True))
+                self._insert_record_values(conn, release_id, release)
                 if before_commit is not None:
                     before_commit()
         except sa.exc.IntegrityError as exc:
@@ -740,12 +952,21 @@ class HistoryStore:
 
     def recover(self) -> list[str]:
         """Finish publishes that committed but did not rename their file (the process
-        died in between; see :mod:`anonkit.releases.publish`). Returns what was done."""
+        died in between; see :mod:`anonkit.releases.publish`): the file, and the auxiliary
+        tables still at their temporary names, are moved to their names, and the dead
+        publisher's lock file is removed. Returns what was done."""
+        from anonkit.release import auxiliary_path
+        from anonkit.releases.tempfiles import drop_lock
+
         done = []
         for info in self.pending():
             pending, output = Path(info.pending_path or ""), Path(info.output_path)
             try:
                 if pending.exists() and sha256_file(pending) == info.content_hash:
+                    for name in self.auxiliary_names(info):
+                        aux = pending.with_name(f"{pending.name}.{name}")
+                        if aux.exists():
+                            os.replace(aux, auxiliary_path(output, name))
                     os.replace(pending, output)
                     fsync_directory(output.parent)
                     done.append(f"release {info.seq} of {info.dataset!r}: moved {pending} to "
@@ -760,6 +981,7 @@ class HistoryStore:
                 if not (output.exists() and sha256_file(output) == info.content_hash):
                     continue
             self.clear_pending(info.id)
+            drop_lock(pending)
         return done
 
 
@@ -813,6 +1035,14 @@ def _inspect(engine: Engine, location: HistoryLocation) -> tuple[int, str] | Non
             raise HistoryError(f"{location} is an SQLite database but not an anonkit history "
                                f"(it has the tables {', '.join(sorted(tables)[:8])}); name "
                                f"another file with --history; nothing was changed")
+        if tables or (location.schema is None and _has_other_objects(engine)):
+            where = (f"its schema {location.schema!r}" if location.schema is not None
+                     else "the database")
+            raise HistoryError(
+                f"{location} is not an anonkit history and {where} holds another "
+                f"application's tables ({', '.join(sorted(tables)[:8]) or 'in other schemas'})"
+                f"; anonkit creates its tables only in an empty database or in a dedicated "
+                f"schema: add ?schema=anonkit to the URL. Nothing was changed")
         return None
     with engine.connect() as conn:
         try:
@@ -825,6 +1055,17 @@ def _inspect(engine: Engine, location: HistoryLocation) -> tuple[int, str] | Non
         raise HistoryError(f"{location} is not an anonkit history (its {schema_table.name} "
                            f"table does not name {APPLICATION!r}); nothing was changed")
     return int(row.version), str(row.secret_check)
+
+
+def _has_other_objects(engine: Engine) -> bool:
+    """A PostgreSQL database holds tables in schemas other than the default one."""
+    if engine.dialect.name != "postgresql":
+        return False
+    with engine.connect() as conn:
+        return conn.execute(sa.text(
+            "SELECT 1 FROM information_schema.tables WHERE table_schema NOT IN "
+            "('pg_catalog', 'information_schema') AND table_schema <> current_schema() "
+            "LIMIT 1")).first() is not None
 
 
 def _check_version(version: int, location: HistoryLocation) -> None:
@@ -861,17 +1102,104 @@ def _create_schema(engine: Engine, location: HistoryLocation, secret: Secret) ->
         # a concurrent creator won the race (PostgreSQL); its history is checked below
         pass
     found = _inspect(engine, location)
-    if found is None or found[1] != secret.check_value():
+    if found is None or not secret.matches(found[1]):
         raise HistoryError(f"another process created the history {location} at the same time "
                            f"with another secret; open it with that one")
 
 
+def _create_sqlite(location: HistoryLocation, secret: bytes | str | None,
+                   secret_file: Path | None) -> None:
+    """Create the SQLite history at ``location`` atomically, with mode 0600: the schema is
+    built in a temporary file beside it, which is then linked to the history's name
+    (failing, harmlessly, when another process created the history first). So no other
+    process ever sees an empty or half-created history, and an empty file found at the
+    history's name is never one of ours (it is refused)."""
+    path = location.sqlite_path
+    assert path is not None
+    given, new_secret_path = resolve_secret(explicit=secret, secret_file=secret_file,
+                                            beside=secret_path_beside(path))
+    if given is None:
+        assert new_secret_path is not None
+        given = create_secret_file(new_secret_path)
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.creating")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError as exc:
+        raise HistoryError(f"cannot create the history {path}: {exc.strerror or exc}") from None
+    os.close(fd)
+    try:
+        draft = HistoryLocation(URL.create("sqlite", database=str(tmp)), tmp)
+        engine = _make_engine(draft)
+        try:
+            _create_schema(engine, draft, given)
+        finally:
+            engine.dispose()
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, path)  # atomic, and fails if the history exists meanwhile
+        except FileExistsError:
+            return  # another process created it; opened (and checked) as any history
+        fsync_directory(path.parent)
+    finally:
+        tmp.unlink(missing_ok=True)
+        tmp.with_name(tmp.name + "-journal").unlink(missing_ok=True)
+
+
+def _ensure_pg_schema(location: HistoryLocation, create: bool) -> bool:
+    """Whether the dedicated schema of a PostgreSQL history exists (created if ``create``)."""
+    engine = sa.create_engine(location.url, pool_pre_ping=True)
+    try:
+        with engine.connect() as conn:
+            found = conn.execute(sa.text("SELECT 1 FROM information_schema.schemata "
+                                         "WHERE schema_name = :name"),
+                                 {"name": location.schema}).first() is not None
+            if found or not create:
+                return found
+            conn.exec_driver_sql(f'CREATE SCHEMA IF NOT EXISTS "{location.schema}"')
+            conn.commit()
+            return True
+    except sa.exc.DBAPIError as exc:
+        raise HistoryError(f"cannot open the history {location}: {exc.orig}") from None
+    finally:
+        engine.dispose()
+
+
 def _unreadable(location: HistoryLocation, exc: sa.exc.DBAPIError) -> HistoryError:
     if location.sqlite_path is not None:
+        text = str(exc.orig)
+        if "readonly" in text.replace("-", "").replace(" ", "").lower() or \
+                "unable to open" in text:
+            return HistoryError(f"cannot read the history {location} ({exc.orig}); a "
+                                f"read-only command never writes, but SQLite could not read "
+                                f"it as it is (an interrupted write may need `anonkit release "
+                                f"recover` by a user who may write it)")
         return HistoryError(f"{location} is not an anonkit history: it is not an SQLite "
                             f"database ({exc.orig}); name the history file with --history; "
                             f"nothing was changed")
     return HistoryError(f"cannot open the history {location}: {exc.orig}")
+
+
+#: the longest text a name column of the history holds (on PostgreSQL, VARCHAR(200))
+MAX_NAME = 200
+
+
+def _check_names(release: PreparedRelease) -> None:
+    """Refuse names longer than their column (PostgreSQL would fail mid-transaction)."""
+    names = [("dataset name", release.dataset), ("key column name", release.key_column),
+             *(("sensitive column name", cv.attribute) for cv in release.class_values),
+             *(("group column name", g) for g in [release.group_column] if g is not None)]
+    for what, name in names:
+        if len(str(name)) > MAX_NAME:
+            raise HistoryError(f"the {what} {str(name)[:40]!r}... has {len(str(name))} "
+                               f"characters; the history keeps at most {MAX_NAME}: rename it; "
+                               f"nothing was written")
+    if len(release.method) > 100:
+        raise HistoryError(f"the method name {release.method[:40]!r}... is longer than 100 "
+                           f"characters; nothing was written")
 
 
 def _lost_race(release: PreparedRelease, latest: int | None) -> ConcurrentPublishError:
@@ -1064,6 +1392,12 @@ def multisets(attr: str, column: pd.Series, class_ids: np.ndarray) -> ClassValue
     """Every class's multiset of ``column``'s values: one sort of (class, value) codes.
     A numeric column keeps its numbers (5 and 5.0 are one value in every release); any
     other column is compared as text."""
+    return _multisets(attr, column, class_ids)[0]
+
+
+def _multisets(attr: str, column: pd.Series, class_ids: np.ndarray
+               ) -> tuple[ClassValues, np.ndarray]:
+    class_ids = np.asarray(class_ids, dtype=np.int64)
     numeric = (pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column))
     if numeric:
         codes, uniques = pd.factorize(column.astype(np.float64), sort=True)
@@ -1077,6 +1411,7 @@ def multisets(attr: str, column: pd.Series, class_ids: np.ndarray) -> ClassValue
         names = np.append(np.asarray(uniques, dtype=object), None)
     n_values = len(uniques) + 1
     codes = np.where(codes < 0, len(uniques), codes).astype(np.int64)  # missing: last code
-    keys, counts = np.unique(class_ids * n_values + codes, return_counts=True)
-    return ClassValues(attr, keys // n_values, names[keys % n_values], counts.astype(np.int64),
-                       numeric)
+    keys, inverse, counts = np.unique(class_ids * n_values + codes, return_inverse=True,
+                                      return_counts=True)
+    return (ClassValues(attr, keys // n_values, names[keys % n_values],
+                        counts.astype(np.int64), numeric), inverse.reshape(-1))
