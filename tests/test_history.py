@@ -200,7 +200,8 @@ def test_a_release_records_what_an_adversary_sees(history: HistoryTarget,
     df = people(np.arange(203))
     out = tmp_path / "release.csv"
     with open_store(history) as store:
-        info = publish(store, df, make_request(sensitive=("disease", "income")), out)
+        info = publish(store, df, make_request(sensitive=("disease", "income")), out,
+                       shuffle=False)  # compared row by row below
         view = store.load(info)
         pseudonyms = store.pseudonyms("census", df["pid"])
     # the same result, computed again outside the history
@@ -517,3 +518,26 @@ def test_keys_equal_as_the_history_sees_them_are_duplicates(tmp_path: Path) -> N
             pytest.raises(InputError, match=r"duplicate values: .* in rows 0, 1"):
         publish(store, df, make_request(), tmp_path / "r.csv")
     assert not (tmp_path / "r.csv").exists()
+
+
+def test_published_rows_are_shuffled_and_still_recorded_right(tmp_path: Path) -> None:
+    """In the input's order a person's rows would line up across releases: publishing
+    shuffles them (operating-system entropy; a seed here, for the test), and every record
+    still maps to the class of its row."""
+    df = people(np.arange(300))
+    request = make_request(k=5)
+    with HistoryStore.open(tmp_path / "h.db", create=True) as store:
+        info = publish(store, df, request, tmp_path / "r.csv", shuffle_seed=7)
+        view = store.load(info)
+        pseudonyms = store.pseudonyms("census", df["pid"])
+    released = pd.read_csv(tmp_path / "r.csv", dtype=str)
+    in_order = sorted_chunks(df, request, _context(df, ("disease",)))
+    assert not released["age"].equals(in_order.data["age"].astype(str))
+    # each record's class holds a row with its own disease (the record's row moved along)
+    labels = [tuple(r) for r in view.labels.astype(str).to_numpy().tolist()]
+    class_of = dict(zip(view.record_keys.tolist(), view.record_classes.tolist(), strict=True))
+    rows_of: dict[tuple[str, ...], list[str]] = {}
+    for row in released[["age", "zip", "sex", "disease"]].itertuples(index=False):
+        rows_of.setdefault(tuple(row[:3]), []).append(row[3])
+    for key, disease in zip(pseudonyms, df["disease"], strict=True):
+        assert disease in rows_of[labels[class_of[key]]]

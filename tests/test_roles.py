@@ -91,3 +91,17 @@ def test_job_files_name_roles_too(table: Path, tmp_path: Path) -> None:
     code, output = run("anonymize", "--config", job)
     assert code == 0, output
     assert "note" not in pd.read_csv(tmp_path / "r.csv").columns
+
+
+def test_shuffle_reorders_every_column_together(table: Path, tmp_path: Path) -> None:
+    out = tmp_path / "r.csv"
+    code, output = run(*base(table, out), "--insensitive", "*", "--shuffle", "--seed", "3")
+    assert code == 0, output
+    released = pd.read_csv(out)
+    kept = pd.read_csv(table)
+    assert not released["income"].equals(kept["income"])  # rows moved
+    # each row moved whole: every (disease, income) pair of the input is still there
+    assert sorted(zip(released["disease"], released["income"], strict=True)) == \
+        sorted(zip(kept["disease"], kept["income"], strict=True))
+    code, output = run(*base(table, tmp_path / "kept.csv"), "--insensitive", "*")
+    assert pd.read_csv(tmp_path / "kept.csv")["income"].equals(kept["income"])

@@ -24,7 +24,7 @@ from anonkit.options import as_list
 #: keys of a job file besides the methods' options (see anonkit.methods)
 JOB_KEYS = {
     "input", "output", "report", "method", "quasi_identifiers", "sensitive", "identifiers",
-    "insensitive", "drop", "hierarchies", "kinds", "separator",
+    "insensitive", "drop", "hierarchies", "kinds", "separator", "shuffle",
 }
 
 
@@ -247,6 +247,8 @@ def job_from(config: Mapping[str, Any], given: Mapping[str, Any],
     for key in ("method", "separator"):
         if key in job and not isinstance(job[key], str):
             raise InputError(f"{key} must be text, got {job[key]!r}")
+    if "shuffle" in job:
+        job["shuffle"] = methods.boolean("shuffle", job["shuffle"], "toml")
     method = methods.get(job.get("method") or "mondrian")
     job["method"] = method.name
     job["options"] = methods.parse_job_options(method, file_options, method_values)
@@ -271,14 +273,19 @@ def job_from(config: Mapping[str, Any], given: Mapping[str, Any],
               help="A TOML job file; command-line options override it.")
 @role_options
 @method_options
+@click.option("--shuffle", is_flag=True, default=None,
+              help="Release the rows in a random order (from the operating system; --seed "
+                   "for tests). By default they keep the input's order, which lets anyone "
+                   "line up a person's rows across releases.")
 @click.option("--sep", "separator", help="CSV separator (default: sniffed).")
 @click.option("--report", type=click.Path(path_type=Path), help="Write an HTML report here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
 def anonymize(input_path: str | None, output: str | None, config_path: Path | None,
               qi: str | None, sensitive: str | None, identifiers: str | None,
               hierarchies: tuple[str, ...], kinds: tuple[str, ...], insensitive: str | None,
-              drop: str | None, method: str | None, separator: str | None,
-              report: Path | None, as_json: bool, **method_values: Any) -> None:
+              drop: str | None, method: str | None, shuffle: bool | None,
+              separator: str | None, report: Path | None, as_json: bool,
+              **method_values: Any) -> None:
     """Anonymize INPUT with a one-shot method (default: Mondrian) and write a verified
     release to OUTPUT."""
 
@@ -286,7 +293,7 @@ def anonymize(input_path: str | None, output: str | None, config_path: Path | No
         given = {
             "input": input_path, "output": output, "quasi_identifiers": qi,
             "sensitive": sensitive, "identifiers": identifiers, "insensitive": insensitive,
-            "drop": drop, "method": method,
+            "drop": drop, "method": method, "shuffle": shuffle,
             "separator": separator, "report": str(report) if report else None,
             "hierarchy_pairs": hierarchies, "kind_pairs": kinds,
         }
@@ -378,6 +385,9 @@ def run_anonymize(job: dict[str, Any], progress: bool = True) -> dict[str, Any]:
                                    kinds=job.get("kinds") or None, hierarchies=hierarchies)
         result = method.anonymize(df, schema, options, progress=bar.step)
         result.timings = {"read": read_seconds, **result.timings}
+        if job.get("shuffle"):
+            order = result.shuffle_rows(options.get("seed"))
+            unchanged = unchanged.take(order)
         result.require_passed()  # refused (ModelNotMetError) unless every model holds
         # both files or neither: the report goes to a temp name first, is renamed last
         if report is not None:

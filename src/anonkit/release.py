@@ -155,6 +155,29 @@ class Release:
         return np.bincount(np.asarray(self.class_ids, dtype=np.int64)[fake],
                            minlength=len(self.classes)).astype(np.int64)
 
+    def shuffle_rows(self, seed: int | None = None) -> np.ndarray:
+        """Put the released rows in a random order (operating-system entropy unless a seed
+        is given, for tests): the input's row order would let anyone line up a person's
+        rows across releases. Provenance and source rows follow their rows; the release is
+        verified again, and its classes renumbered in the new order, at the boundary.
+        Returns the order (new row ``i`` is old row ``order[i]``), for columns kept
+        elsewhere."""
+        from anonkit.randomness import privacy_rng
+
+        rng, seeded = privacy_rng(seed)
+        order = rng.permutation(len(self.data))
+        self.data = self.data.iloc[order].reset_index(drop=True)
+        self.class_ids = np.asarray(self.class_ids)[order]
+        if self.provenance is not None:
+            self.provenance = np.asarray(self.provenance)[order]
+        positions, rows = self.input_rows()
+        source = np.full(len(order), -1, dtype=np.int64)
+        source[positions] = rows
+        self.source_rows = source[order]
+        self.seeded = self.seeded or seeded
+        self.verification = None
+        return order
+
     # -- verdicts ------------------------------------------------------------------------
     @property
     def passed(self) -> bool:

@@ -172,6 +172,7 @@ def method_for(name: str) -> MethodFn:
 def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
             output: str | os.PathLike[str], fmt: str | None = None, *,
             allow_breach: bool = False, accept_heuristic: bool = False,
+            shuffle: bool = True, shuffle_seed: int | None = None,
             timings: dict[str, float] | None = None) -> ReleaseInfo:
     """Anonymize ``df`` with ``request.method`` and publish it to ``output`` as the next
     release of ``request.dataset``, atomically with its history row (see the module).
@@ -185,6 +186,10 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
     A one-shot method (``mondrian``) re-run on a changing table is refused almost always:
     that is the point. ``allow_breach=True`` records such a release anyway (to study it
     with the audit, or when the steward accepts the risk); the audit still reports it.
+
+    The released rows are shuffled with operating-system entropy (``shuffle=False``
+    keeps the method's order; ``shuffle_seed`` is for tests only): in the input's order a
+    person's rows would line up across releases.
 
     ``timings``, when given, receives the seconds spent per phase: ``validate``,
     ``pseudonyms``, ``method``, ``summarize``, ``write`` (the file), ``hash`` (of the file),
@@ -217,6 +222,8 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
     context = PublishContext(store, request.dataset, seq, schema, pseudonyms, previous)
     result = method(df, request, context)
     clock.lap("method")
+    if shuffle:  # the input's order would line a person's rows up across releases
+        result.shuffle_rows(shuffle_seed)
     # the boundary: regroup from the released values, evaluate the models, refuse
     # identifiers and the key, whatever the method did
     verify_release(result)
