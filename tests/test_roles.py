@@ -105,3 +105,34 @@ def test_shuffle_reorders_every_column_together(table: Path, tmp_path: Path) -> 
         sorted(zip(kept["disease"], kept["income"], strict=True))
     code, output = run(*base(table, tmp_path / "kept.csv"), "--insensitive", "*")
     assert pd.read_csv(tmp_path / "kept.csv")["income"].equals(kept["income"])
+
+
+def test_the_console_shows_a_summary_and_verbose_shows_every_figure(table: Path,
+                                                                    tmp_path: Path) -> None:
+    code, short = run(*base(table, tmp_path / "a.csv"), "--insensitive", "*")
+    assert code == 0, short
+    assert "PASS k-anonymity (k=5)" in short and "information loss (GCP)" in short
+    assert "discernibility" not in short
+    lines = short.strip().splitlines()
+    assert lines[-1].startswith("release written to") and len(lines) < 12
+    code, verbose = run(*base(table, tmp_path / "b.csv"), "--insensitive", "*", "--verbose")
+    assert code == 0 and "discernibility" in verbose and "journalist.max" in verbose
+
+
+def test_a_missing_output_folder_is_created_only_when_asked(table: Path,
+                                                           tmp_path: Path) -> None:
+    out = tmp_path / "new" / "deeper" / "r.csv"
+    code, output = run(*base(table, out), "--insensitive", "*")
+    assert code == 2 and "--mkdir" in output and not out.parent.exists()
+    code, output = run(*base(table, out), "--insensitive", "*", "--mkdir")
+    assert code == 0, output
+    assert out.exists()
+
+
+def test_keys_outside_an_anonymize_table_are_refused(table: Path, tmp_path: Path) -> None:
+    job = tmp_path / "job.toml"
+    job.write_text(f'k = 3\n[anonymize]\ninput = "{table}"\noutput = "r.csv"\n'
+                   'quasi_identifiers = ["age", "zip"]\nsensitive = "disease"\n'
+                   'identifiers = ["pid"]\ninsensitive = "*"\nk = 5\n')
+    code, output = run("anonymize", "--config", job)
+    assert code == 2 and "outside the [anonymize] table" in output

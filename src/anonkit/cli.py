@@ -24,7 +24,7 @@ from anonkit.options import as_list
 #: keys of a job file besides the methods' options (see anonkit.methods)
 JOB_KEYS = {
     "input", "output", "report", "method", "quasi_identifiers", "sensitive", "identifiers",
-    "insensitive", "drop", "hierarchies", "kinds", "separator", "shuffle",
+    "insensitive", "drop", "hierarchies", "kinds", "separator", "shuffle", "mkdir",
 }
 
 
@@ -104,6 +104,11 @@ def load_config(path: Path | None) -> dict[str, Any]:
         raise InputError(f"config file {path} is not UTF-8; re-save it as UTF-8") from None
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"config file {path} is not valid TOML: {exc}") from None
+    if "anonymize" in raw and len(raw) > 1:
+        others = sorted(k for k in raw if k != "anonymize")
+        raise InputError(f"config file {path}: the keys {', '.join(others)} stand outside the "
+                         f"[anonymize] table, where they would be ignored; move them into it "
+                         f"(or drop the table header)")
     config = dict(raw.get("anonymize", raw))
     from anonkit import methods
 
@@ -247,8 +252,9 @@ def job_from(config: Mapping[str, Any], given: Mapping[str, Any],
     for key in ("method", "separator"):
         if key in job and not isinstance(job[key], str):
             raise InputError(f"{key} must be text, got {job[key]!r}")
-    if "shuffle" in job:
-        job["shuffle"] = methods.boolean("shuffle", job["shuffle"], "toml")
+    for key in ("shuffle", "mkdir"):
+        if key in job:
+            job[key] = methods.boolean(key, job[key], "toml")
     method = methods.get(job.get("method") or "mondrian")
     job["method"] = method.name
     job["options"] = methods.parse_job_options(method, file_options, method_values)
@@ -280,12 +286,15 @@ def job_from(config: Mapping[str, Any], given: Mapping[str, Any],
 @click.option("--sep", "separator", help="CSV separator (default: sniffed).")
 @click.option("--report", type=click.Path(path_type=Path), help="Write an HTML report here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
+@click.option("-v", "--verbose", is_flag=True, help="Print every metric, not only a summary.")
+@click.option("--mkdir", is_flag=True,
+              help="Create the output's folder (and the report's) when it does not exist.")
 def anonymize(input_path: str | None, output: str | None, config_path: Path | None,
               qi: str | None, sensitive: str | None, identifiers: str | None,
               hierarchies: tuple[str, ...], kinds: tuple[str, ...], insensitive: str | None,
               drop: str | None, method: str | None, shuffle: bool | None,
-              separator: str | None, report: Path | None, as_json: bool,
-              **method_values: Any) -> None:
+              separator: str | None, report: Path | None, as_json: bool, verbose: bool,
+              mkdir: bool, **method_values: Any) -> None:
     """Anonymize INPUT with a one-shot method (default: Mondrian) and write a verified
     release to OUTPUT."""
 
@@ -297,12 +306,13 @@ def anonymize(input_path: str | None, output: str | None, config_path: Path | No
             "separator": separator, "report": str(report) if report else None,
             "hierarchy_pairs": hierarchies, "kind_pairs": kinds,
         }
-        job = job_from(load_config(config_path), given, given_method_options(method_values))
+        job = job_from(load_config(config_path), given | {"mkdir": mkdir or None},
+                       given_method_options(method_values))
         outcome = run_anonymize(job)
         if as_json:
             click.echo(json.dumps(outcome, indent=2, default=str))
         else:
-            click.echo(outcome["summary"])
+            click.echo(outcome["full_summary"] if verbose else outcome["summary"])
             if outcome["released_unchanged"]:
                 # a column nobody named is released as it is: say so, every time
                 click.echo(f"released unchanged (insensitive): "
@@ -352,10 +362,17 @@ def run_anonymize(job: dict[str, Any], progress: bool = True) -> dict[str, Any]:
         if report.resolve() == Path(job["output"]).resolve():
             raise InputError(f"the report and the release are the same file ({report}); "
                              f"give them different names")
-        for path in (report, Path(job["output"])):
-            if not path.resolve().parent.is_dir():
-                raise InputError(f"output folder {path.resolve().parent} does not exist; "
-                                 f"create it first")
+    for path in ([report] if report is not None else []) + [Path(job["output"])]:
+        folder = path.resolve().parent
+        if not folder.is_dir():
+            if not job.get("mkdir"):
+                raise InputError(f"output folder {folder} does not exist; create it first, "
+                                 f"or pass --mkdir")
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise InputError(f"cannot create the output folder {folder}: "
+                                 f"{exc.strerror}") from None
     options = dict(job.get("options") or {})
     bar = Progress(enabled=progress)
     pending_report: Path | None = None
@@ -417,6 +434,7 @@ def run_anonymize(job: dict[str, Any], progress: bool = True) -> dict[str, Any]:
         "metrics": result.metrics,
         "timings": result.timings,
         "summary": result.summary(),
+        "full_summary": result.summary(verbose=True),
         "released_unchanged": unchanged.column_names,
         "seeded": result.seeded,
     }

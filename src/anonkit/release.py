@@ -260,7 +260,9 @@ class Release:
             raise
         return target
 
-    def summary(self) -> str:
+    def summary(self, verbose: bool = False) -> str:
+        """What a person wants to see first: rows and classes, every verdict, the
+        information lost and the highest risk. ``verbose``: every metric."""
         counterfeit = f" ({self.n_counterfeits} counterfeit)" if self.n_counterfeits else ""
         groups = f", groups in {self.group_column!r}" if self.group_column else ""
         lines = [f"{self.method}: {len(self.data)} rows{counterfeit} in {self.n_classes} "
@@ -271,7 +273,17 @@ class Release:
         if not self.formal_guarantee:
             lines.append("  heuristic: this release has no formal privacy guarantee")
         lines += [f"  {v}" for v in self.verdicts]
-        lines += [f"  {k} = {_number(v)}" for k, v in self.metrics.items()]
+        if verbose:
+            lines += [f"  {k} = {_number(v)}" for k, v in self.metrics.items()]
+            return "\n".join(lines)
+        m = self.metrics
+        if "gcp" in m:
+            lines.append(f"  information loss (GCP) {m['gcp'] * 100:.2f} %")
+        if "prosecutor.max" in m:
+            lines.append(f"  highest re-identification risk {m['prosecutor.max'] * 100:.2f} % "
+                         f"(prosecutor; the smallest class has "
+                         f"{_number(1 / m['prosecutor.max'])} rows)")
+        lines.append("  (--verbose or --json for every figure)")
         return "\n".join(lines)
 
 
