@@ -136,3 +136,14 @@ def test_keys_outside_an_anonymize_table_are_refused(table: Path, tmp_path: Path
                    'identifiers = ["pid"]\ninsensitive = "*"\nk = 5\n')
     code, output = run("anonymize", "--config", job)
     assert code == 2 and "outside the [anonymize] table" in output
+
+
+def test_the_report_names_what_made_the_release(table: Path, tmp_path: Path) -> None:
+    from anonkit import __version__
+
+    out, report = tmp_path / "r.csv", tmp_path / "r.html"
+    code, output = run(*base(table, out), "--insensitive", "*", "--report", report)
+    assert code == 0, output
+    page = report.read_text()
+    assert f"anonkit <span class=\"mono\">{__version__}</span>" in page
+    assert str(table) in page and str(out) in page and "command" in page

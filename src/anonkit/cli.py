@@ -412,7 +412,11 @@ def run_anonymize(job: dict[str, Any], progress: bool = True) -> dict[str, Any]:
                 from anonkit.report import render_report
 
                 pending_report = report.with_name(f".{report.name}.{os.getpid()}.pending")
-                render_report(result, df, pending_report)
+                import shlex
+
+                render_report(result, df, pending_report, provenance={
+                    "input": str(job["input"]), "release": str(job["output"]),
+                    "command": shlex.join(["anonkit", *sys.argv[1:]])})
         with bar.step("writing", len(df)):
             t0 = time.perf_counter()
             result.write(job["output"], unchanged=unchanged, verbatim=verbatim,

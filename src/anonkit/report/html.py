@@ -258,12 +258,15 @@ def _risk_section(sizes: np.ndarray, threshold: float, plots: ModuleType,
 
 
 def render_report(result: AnonymizationResult, original: pd.DataFrame, path: str | Path, *,
-                  title: str | None = None) -> Path:
+                  title: str | None = None,
+                  provenance: Mapping[str, str] | None = None) -> Path:
     """Write the HTML report of ``result`` (anonymized from ``original``) to ``path``.
 
     Sections: summary (method, parameters, rows in and out, classes, timings), verdicts,
     class sizes, the before/after distribution of every quasi-identifier, risk, utility.
-    Written atomically: a reader never sees half a report. Returns the path.
+    ``provenance``: what made the release, shown under the title (the command line passes
+    the input file, the release file and the command). Written atomically: a reader never
+    sees half a report. Returns the path.
     """
     t0 = time.perf_counter()
     from anonkit.report import plots  # matplotlib: imported only when a report is drawn
@@ -311,7 +314,12 @@ def render_report(result: AnonymizationResult, original: pd.DataFrame, path: str
            ("qis", "Quasi-identifiers"), ("risk", "Risk"), ("utility", "Utility"),
            ("glossary", "Definitions")]
     elapsed = time.perf_counter() - t0
-    subtitle = (f"Method <b>{e(result.method)}</b> · {e(result.kind.value)} release · "
+    from anonkit import __version__
+
+    made = {"anonkit": __version__, **dict(provenance or {})}
+    subtitle = (" · ".join(f"{e(k)} <span class=\"mono\">{e(v)}</span>" for k, v in made.items())
+                + "<br>")
+    subtitle += (f"Method <b>{e(result.method)}</b> · {e(result.kind.value)} release · "
                 f"{_int(len(original))} rows in, {_int(len(result.data))} released · report "
                 f"drawn in {elapsed:.2f} s")
     if not result.formal_guarantee:
@@ -425,6 +433,14 @@ def _utility_section(metrics: Mapping[str, float], qis: Sequence[str], plots: Mo
               "(rows / classes) / k"),
         _stat("Suppression", _pct(metrics.get("suppression_rate", 0.0)), "rows left out"),
     ])
+    if "ke.relative_error.mean" in metrics:  # permuted (k,e) releases: aggregate queries
+        cards += "".join([
+            _stat("SUM query error", _pct(metrics["ke.relative_error.mean"]),
+                  f"mean relative error, {_num(metrics.get('ke.queries', 0))} random range "
+                  f"queries"),
+            _stat("Sum of group ranges", _num(metrics.get("ke.error", 0)),
+                  f"{_num(metrics.get('ke.groups', 0))} groups"),
+        ])
     figure = ""
     if ncp:
         figure = ('<div class="card">' + _figure(
