@@ -5,6 +5,10 @@
  *   preserving 64-bit images), carrying the row positions; digits equal in every key are
  *   skipped, so a column of salaries costs three or four passes. A comparison sort of 10^6
  *   values alone takes longer than the whole partition budget.
+ * Exact integers: when the values have known decimal places and value * 10^places is an
+ *   exact integer for every value (checked on the Python side, never approximated), both
+ *   functions take those integers too: the sort's keys then span few bits (fewer passes),
+ *   and the range test is an integer compare instead of a rounding and a division.
  * partition(): the O(n) dynamic programme over the sorted values. For a group ending at
  *   i - 1 the valid starts form a prefix [0, J(i)] (moving a start left only adds values and
  *   widens the range), so f[i] = v[i-1] + min over allowed j <= J(i) of (f[j] - v[j]), a
@@ -34,12 +38,40 @@ static inline uint64_t order_bits(double x) {
     return (u & 0x8000000000000000ULL) ? ~u : (u | 0x8000000000000000ULL);
 }
 
+/* argsort(values_f64, out_i64[, ints_i64]): with ``ints`` (the values as exact integers,
+   e.g. cents), the keys are ``ints - min(ints)``: a column of prices spans few bits, so
+   fewer digits vary and fewer passes run than over the floats' bit images. */
 static PyObject *ke_argsort(PyObject *self, PyObject *args) {
-    Py_buffer vb, ob;
-    if (!PyArg_ParseTuple(args, "y*w*", &vb, &ob)) return NULL;
+    Py_buffer vb, ob, ib, sb;
+    PyObject *ints_obj = Py_None, *sorted_obj = Py_None;
+    if (!PyArg_ParseTuple(args, "y*w*|OO", &vb, &ob, &ints_obj, &sorted_obj)) return NULL;
     Py_ssize_t n = vb.len / (Py_ssize_t)sizeof(double);
+    const int64_t *ints = NULL;
+    if (ints_obj != Py_None) {
+        if (PyObject_GetBuffer(ints_obj, &ib, PyBUF_SIMPLE) < 0) {
+            PyBuffer_Release(&vb); PyBuffer_Release(&ob);
+            return NULL;
+        }
+        ints = (const int64_t *)ib.buf;
+        if (ib.len / (Py_ssize_t)sizeof(int64_t) != n || sorted_obj == Py_None ||
+            PyObject_GetBuffer(sorted_obj, &sb, PyBUF_WRITABLE) < 0) {
+            PyBuffer_Release(&vb); PyBuffer_Release(&ob); PyBuffer_Release(&ib);
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_ValueError, "argsort: integer keys need n entries "
+                                "and an output for them sorted");
+            return NULL;
+        }
+        if (sb.len != ib.len) {
+            PyBuffer_Release(&vb); PyBuffer_Release(&ob); PyBuffer_Release(&ib);
+            PyBuffer_Release(&sb);
+            PyErr_SetString(PyExc_ValueError, "argsort: sorted integer output differs");
+            return NULL;
+        }
+    }
+    int64_t lo = 0;
     if (ob.len / (Py_ssize_t)sizeof(int64_t) != n) {
         PyBuffer_Release(&vb); PyBuffer_Release(&ob);
+        if (ints) { PyBuffer_Release(&ib); PyBuffer_Release(&sb); }
         PyErr_SetString(PyExc_ValueError, "argsort: output length differs from input");
         return NULL;
     }
@@ -57,11 +89,22 @@ static PyObject *ke_argsort(PyObject *self, PyObject *args) {
     if (keys && keys2 && idx2 && count) {
         ok = 1;
         uint64_t all_and = ~0ULL, all_or = 0;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            keys[i] = order_bits(v[i]);
-            out[i] = i;
-            all_and &= keys[i];
-            all_or |= keys[i];
+        if (ints) {
+            lo = n ? ints[0] : 0;
+            for (Py_ssize_t i = 1; i < n; i++) if (ints[i] < lo) lo = ints[i];
+            for (Py_ssize_t i = 0; i < n; i++) {
+                keys[i] = (uint64_t)ints[i] - (uint64_t)lo; /* order-preserving: no wrap */
+                out[i] = i;
+                all_and &= keys[i];
+                all_or |= keys[i];
+            }
+        } else {
+            for (Py_ssize_t i = 0; i < n; i++) {
+                keys[i] = order_bits(v[i]);
+                out[i] = i;
+                all_and &= keys[i];
+                all_or |= keys[i];
+            }
         }
         uint64_t varying = all_and ^ all_or; /* bits that differ between some keys */
         uint64_t *ka = keys, *kb = keys2;
@@ -82,10 +125,15 @@ static PyObject *ke_argsort(PyObject *self, PyObject *args) {
             int64_t *it = ia; ia = ib; ib = it;
         }
         if (ia != out) memcpy(out, ia, (size_t)n * sizeof *out);
+        if (ints) {
+            int64_t *sorted_ints = (int64_t *)sb.buf;
+            for (Py_ssize_t i = 0; i < n; i++) sorted_ints[i] = (int64_t)(ka[i] + (uint64_t)lo);
+        }
     }
     free(keys); free(keys2); free(idx2); free(count);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&vb); PyBuffer_Release(&ob);
+    if (ints) { PyBuffer_Release(&ib); PyBuffer_Release(&sb); }
     if (!ok) return PyErr_NoMemory();
     Py_RETURN_NONE;
 }
@@ -98,6 +146,10 @@ static inline int wide_enough(double hi, double lo, double e, double scale) {
     return spread >= e;
 }
 
+/* the same test on exact integers (the values times 10^places): ``emin`` is the least
+   integer difference the model accepts, so this is one subtraction and a compare */
+#define WIDE(a, b) (ints ? (ints[a] - ints[b] >= emin) : wide_enough(v[a], v[b], e, scale))
+
 /* partition(values, k, e, scale, allowed_or_None, starts_out) -> (n_groups, cost, checks)
    or (-1, inf, checks) when no partition exists. starts_out (int64, n + 1) receives the
    groups' start positions in ascending order, then n. */
@@ -105,15 +157,31 @@ static PyObject *ke_partition(PyObject *self, PyObject *args) {
     Py_buffer vb, sb, ab;
     long long k;
     double e, scale;
-    PyObject *allowed_obj, *fresh_obj = Py_None;
-    if (!PyArg_ParseTuple(args, "y*LddOw*|O", &vb, &k, &e, &scale, &allowed_obj, &sb,
-                          &fresh_obj))
+    PyObject *allowed_obj, *fresh_obj = Py_None, *ints_obj = Py_None;
+    long long emin = 0;
+    if (!PyArg_ParseTuple(args, "y*LddOw*|OOL", &vb, &k, &e, &scale, &allowed_obj, &sb,
+                          &fresh_obj, &ints_obj, &emin))
         return NULL;
+    Py_buffer ib;
+    const int64_t *ints = NULL;
+    if (ints_obj != Py_None) {
+        if (PyObject_GetBuffer(ints_obj, &ib, PyBUF_SIMPLE) < 0) {
+            PyBuffer_Release(&vb); PyBuffer_Release(&sb);
+            return NULL;
+        }
+        if (ib.len != vb.len) {
+            PyBuffer_Release(&vb); PyBuffer_Release(&sb); PyBuffer_Release(&ib);
+            PyErr_SetString(PyExc_ValueError, "partition: integer values differ in length");
+            return NULL;
+        }
+        ints = (const int64_t *)ib.buf;
+    }
     Py_buffer fb;
     const uint8_t *fresh = NULL;
     if (fresh_obj != Py_None) {
         if (PyObject_GetBuffer(fresh_obj, &fb, PyBUF_SIMPLE) < 0) {
             PyBuffer_Release(&vb); PyBuffer_Release(&sb);
+            if (ints) PyBuffer_Release(&ib);
             return NULL;
         }
         fresh = (const uint8_t *)fb.buf;
@@ -123,12 +191,15 @@ static PyObject *ke_partition(PyObject *self, PyObject *args) {
     if (have_allowed && PyObject_GetBuffer(allowed_obj, &ab, PyBUF_SIMPLE) < 0) {
         PyBuffer_Release(&vb); PyBuffer_Release(&sb);
         if (fresh) PyBuffer_Release(&fb);
+        if (ints) PyBuffer_Release(&ib);
         return NULL;
     }
     Py_ssize_t n = vb.len / (Py_ssize_t)sizeof(double);
     if (sb.len / (Py_ssize_t)sizeof(int64_t) != n + 1 || (have_allowed && ab.len != n + 1)) {
         PyBuffer_Release(&vb); PyBuffer_Release(&sb);
         if (have_allowed) PyBuffer_Release(&ab);
+        if (fresh) PyBuffer_Release(&fb);
+        if (ints) PyBuffer_Release(&ib);
         PyErr_SetString(PyExc_ValueError, "partition: buffers must have n + 1 entries");
         return NULL;
     }
@@ -162,7 +233,7 @@ static PyObject *ke_partition(PyObject *self, PyObject *args) {
 #define key(j) ((allowed && !allowed[j]) ? INFINITY : f[j] - v[j])
         for (Py_ssize_t i = 1; i <= n; i++) {
             if (i == 1 || v[i - 1] != v[i - 2]) runs[n_runs++] = i - 1;
-            while (je + 1 <= i - 1 && wide_enough(v[i - 1], v[je + 1], e, scale)) je++;
+            while (je + 1 <= i - 1 && WIDE(i - 1, je + 1)) je++;
             Py_ssize_t jd = n_runs >= k ? runs[n_runs - k] : -1;
             Py_ssize_t J = jd < je ? jd : je;
             f[i] = INFINITY;
@@ -182,7 +253,7 @@ static PyObject *ke_partition(PyObject *self, PyObject *args) {
                         fruns[n_fresh_runs++] = n_fresh;
                     fpos[n_fresh++] = i - 1;
                     while (fe + 1 < n_fresh &&
-                           wide_enough(v[i - 1], v[fpos[fe + 1]], e, scale)) fe++;
+                           WIDE(i - 1, fpos[fe + 1])) fe++;
                 }
                 Py_ssize_t fd = n_fresh_runs >= k ? fruns[n_fresh_runs - k] : -1;
                 Py_ssize_t t = fd < fe ? fd : fe;
@@ -237,6 +308,7 @@ static PyObject *ke_partition(PyObject *self, PyObject *args) {
     PyBuffer_Release(&vb); PyBuffer_Release(&sb);
     if (have_allowed) PyBuffer_Release(&ab);
     if (fresh) PyBuffer_Release(&fb);
+    if (ints) PyBuffer_Release(&ib);
     if (!ok && n > 0 && k >= 1) return PyErr_NoMemory();
     return Py_BuildValue("(LdL)", n_groups, cost, checks);
 }

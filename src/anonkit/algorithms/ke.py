@@ -21,7 +21,11 @@ intersection is its knowledge restricted to the values still present, so Theorem
 checking the previous release (and the knowledge it carries forward in the method state) is
 enough. With deletions that restricted knowledge may fall below (k,e); no partition can then
 help that record (every group's values are a subset of the table's), and the release is
-refused naming it (:class:`BlockedRecords`). :func:`naive_incremental_partition` reaches the
+refused naming it (:class:`BlockedRecords`). Deletions expose those who left as well: their
+former group-mates are released again, so subtracting those values from the old group's
+leaves the leavers' values, whatever the partition; each leaver's knowledge restricted to
+them must still meet (k,e), or the release is refused naming the group and its remaining
+members (:func:`_departed_blockers`). :func:`naive_incremental_partition` reaches the
 same constraints by consulting every earlier release instead; the tests check both agree.
 """
 
@@ -85,14 +89,54 @@ class KEPartition:
 
 def sort_values(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(stable order of the rows by value, the sorted values): a compiled radix sort."""
+    order, v, _ = sort_exact(values, None)
+    return order, v
+
+
+def exact_integers(values: np.ndarray, places: int | None) -> np.ndarray | None:
+    """``values * 10^places`` as int64 when that is exact for every value (and small
+    enough that differences of the floats round back to it), else None: the integer path
+    is taken only when it decides exactly as the floats do."""
+    if places is None or not len(values):
+        return None
+    scale = 10.0 ** places
+    scaled = np.rint(values * scale)
+    if not np.isfinite(scaled).all() or np.abs(scaled).max() >= 2.0 ** 50:
+        return None
+    if not (scaled / scale == values).all():
+        return None
+    return scaled.astype(np.int64)
+
+
+def sort_exact(values: np.ndarray, places: int | None
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """:func:`sort_values`, plus the sorted values as exact integers (``value * 10^places``)
+    when they are exactly that (then the sort runs on them: they span fewer bits)."""
     values = np.ascontiguousarray(values, dtype=np.float64)
     if np.isnan(values).any():
         raise InputError(f"(k,e)-anonymity: the sensitive attribute has "
                          f"{int(np.isnan(values).sum())} missing values; fill or drop those "
                          f"rows first")
     order = np.empty(len(values), dtype=np.int64)
-    _ke_c.argsort(values, order)
-    return order, values[order]
+    ints = exact_integers(values, places)
+    if ints is None:
+        _ke_c.argsort(values, order)
+        return order, values[order], None
+    sorted_ints = np.empty(len(values), dtype=np.int64)
+    _ke_c.argsort(values, order, ints, sorted_ints)
+    return order, values[order], sorted_ints
+
+
+def least_integer_spread(e: float, places: int) -> int:
+    """The least integer difference ``d`` (in units of 10^-places) the model accepts:
+    ``d / 10^places >= e``, as the floats compare."""
+    scale = 10.0 ** places
+    d = int(np.ceil(e * scale)) if np.isfinite(e) else 2 ** 62
+    while d / scale < e:
+        d += 1
+    while (d - 1) / scale >= e:
+        d -= 1
+    return d
 
 
 def _scale(places: int | None) -> float:
@@ -125,21 +169,29 @@ def optimal_partition(values: np.ndarray, k: int, e: float, *, places: int | Non
                       name: str = "S") -> KEPartition:
     """The partition of ``values`` into (k,e)-anonymous groups with the least sum of ranges
     (O(n) after a radix sort). InputError when none exists."""
-    order, v = sort_values(values)
+    order, v, ints = sort_exact(values, places)
     require_feasible(v, k, e, name, places)
-    return _solve(order, v, k, e, places, None)
+    return _solve(order, v, k, e, places, None, ints=ints)
 
 
 def _solve(order: np.ndarray, v: np.ndarray, k: int, e: float, places: int | None,
-           allowed: np.ndarray | None, fresh: np.ndarray | None = None) -> KEPartition:
+           allowed: np.ndarray | None, fresh: np.ndarray | None = None, *,
+           ints: np.ndarray | None = None) -> KEPartition:
     """The compiled programme. ``fresh`` (per sorted position): records absent from the
     previous release; a group's fresh records must meet (k,e) on their own or be none,
-    since subtracting the earlier groups it covers leaves exactly their values."""
+    since subtracting the earlier groups it covers leaves exactly their values. ``ints``:
+    the sorted values as exact integers (see :func:`sort_exact`), for the faster range
+    test."""
     starts = np.empty(len(v) + 1, dtype=np.int64)
     mask = None if allowed is None else np.ascontiguousarray(allowed, dtype=np.uint8)
     new = None if fresh is None else np.ascontiguousarray(fresh, dtype=np.uint8)
-    n_groups, cost, checks = _ke_c.partition(v, int(k), float(e), _scale(places), mask,
-                                             starts, new)
+    if ints is not None and places is not None:
+        n_groups, cost, checks = _ke_c.partition(v, int(k), float(e), _scale(places), mask,
+                                                 starts, new, ints,
+                                                 least_integer_spread(e, places))
+    else:
+        n_groups, cost, checks = _ke_c.partition(v, int(k), float(e), _scale(places), mask,
+                                                 starts, new)
     if n_groups < 0:
         raise InputError("(k,e)-anonymity: no grouping meets k and e under the constraints")
     return KEPartition(order, v, starts[:n_groups + 1].copy(), float(cost), int(checks))
@@ -258,12 +310,19 @@ def first_knowledge(part: KEPartition, keys: np.ndarray) -> Knowledge:
 
 @dataclass(frozen=True)
 class Blocker:
-    """A record no breach-free partition can protect: what is left of its knowledge."""
+    """A record no breach-free partition can protect: what is left of its knowledge.
 
-    row: int  # input row
+    A returning record has its input ``row``. A record that left (``row`` -1, ``key`` its
+    pseudonym) is exposed by its previous group's members still in the table
+    (``survivors``, input rows): their values are all released again, so subtracting them
+    from the group's values leaves the values of those who left."""
+
+    row: int  # input row, or -1 for a record that left
     previous_group: int  # its group in the previous release (-1: not in it)
     distinct: int
     range: float
+    key: bytes = b""
+    survivors: tuple[int, ...] = ()
 
 
 class BlockedRecords(Exception):
@@ -282,6 +341,27 @@ class EarlierRelease:
     group_of_row: np.ndarray
     ptr: np.ndarray
     values: np.ndarray
+    # every record of that release (pseudonyms, sorted) and its group there: what tells
+    # the records that left since
+    record_keys: np.ndarray | None = None
+    record_groups: np.ndarray | None = None
+
+    def departed(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(pseudonyms, groups) of this release's records absent from ``keys``."""
+        if self.record_keys is None or self.record_groups is None:
+            return np.zeros(0, dtype=KEY_DTYPE), np.zeros(0, dtype=np.int64)
+        gone = ~np.isin(self.record_keys, keys)
+        return self.record_keys[gone], self.record_groups[gone]
+
+    def groups_of(self, keys: np.ndarray) -> np.ndarray:
+        """Per key, its group in this release (-1 when absent)."""
+        out = np.full(len(keys), -1, dtype=np.int64)
+        if self.record_keys is None or self.record_groups is None or not len(self.record_keys):
+            return out
+        pos = np.minimum(np.searchsorted(self.record_keys, keys), len(self.record_keys) - 1)
+        hit = self.record_keys[pos] == keys
+        out[hit] = self.record_groups[pos[hit]]
+        return out
 
 
 def _forbidden_inside(v: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -309,16 +389,52 @@ def _spans(release: EarlierRelease, present: np.ndarray, v: np.ndarray
     return values[ptr[:-1][use]], values[ptr[1:][use] - 1], int(live.sum())
 
 
-def _check_blockers(set_ids: np.ndarray, ptr: np.ndarray, values: np.ndarray, k: int,
-                    e: float, places: int | None, previous_group: np.ndarray) -> None:
+def _returning_blockers(set_ids: np.ndarray, ptr: np.ndarray, values: np.ndarray, k: int,
+                        e: float, places: int | None,
+                        previous_group: np.ndarray) -> list[Blocker]:
     distinct, width = _set_figures(ptr, values, places)
     has = set_ids >= 0
     bad_set = (distinct < k) | (width < e)
     rows = np.flatnonzero(has & bad_set[np.maximum(set_ids, 0)])
-    if len(rows):
-        raise BlockedRecords([Blocker(int(r), int(previous_group[r]),
-                                      int(distinct[set_ids[r]]), float(width[set_ids[r]]))
-                              for r in rows])
+    return [Blocker(int(r), int(previous_group[r]), int(distinct[set_ids[r]]),
+                    float(width[set_ids[r]])) for r in rows]
+
+
+def _departed_blockers(previous: EarlierRelease, values: np.ndarray, keys: np.ndarray,
+                       departed_keys: np.ndarray, departed_groups: np.ndarray,
+                       departed_sets: list[np.ndarray | None], k: int, e: float,
+                       places: int | None) -> list[Blocker]:
+    """The subtraction across releases. Records of a previous group that are still in the
+    table are released again, values and all: an adversary subtracts their values from the
+    group's and is left with the values of the members who left. Each of those must still
+    hold (k,e) within what it knew of them before (``departed_sets``: per record that left,
+    its knowledge). The survivors' values are taken as known (as they are whenever values
+    are distinct), so the check never under-states the adversary; it does not depend on the
+    new partition, which can only tell an adversary more about the survivors.
+    """
+    out: list[Blocker] = []
+    if not len(departed_keys):
+        return out
+    rows = np.flatnonzero(previous.group_of_row >= 0)
+    survivor_group = previous.group_of_row[rows]
+    for key, group, known in zip(departed_keys.tolist(), departed_groups.tolist(),
+                                 departed_sets, strict=True):
+        members = rows[survivor_group == group]
+        group_values = previous.values[previous.ptr[group]:previous.ptr[group + 1]]
+        left = np.setdiff1d(group_values, values[members], assume_unique=False)
+        if known is not None:
+            left = np.intersect1d(left, known, assume_unique=True)
+        distinct = len(left)
+        width = float(spread(left[-1], left[0], places)) if distinct else 0.0
+        if distinct < k or width < e:
+            out.append(Blocker(-1, int(group), distinct, width, bytes(key),
+                               tuple(int(m) for m in members)))
+    return out
+
+
+def _raise_blocked(blockers: list[Blocker]) -> None:
+    if blockers:
+        raise BlockedRecords(blockers)
 
 
 def incremental_partition(values: np.ndarray, keys: np.ndarray, previous: EarlierRelease,
@@ -331,7 +447,7 @@ def incremental_partition(values: np.ndarray, keys: np.ndarray, previous: Earlie
     ``keys``: per input row its history pseudonym (S16). Raises :class:`BlockedRecords` when
     deletions left some record's knowledge below (k,e), InputError when the table itself
     cannot be (k,e)-anonymous."""
-    order, v = sort_values(values)
+    order, v, ints = sort_exact(values, places)
     require_feasible(v, k, e, name, places)
     present_values = np.unique(v)
     # Lemma 1: a group covers each previous group it meets, or misses it
@@ -341,14 +457,25 @@ def incremental_partition(values: np.ndarray, keys: np.ndarray, previous: Earlie
     old_set = knowledge.lookup(keys)
     ptr, kvalues = _filter_sets(knowledge.ptr, knowledge.values,
                                 np.isin(knowledge.values, present_values))
-    _check_blockers(old_set, ptr, kvalues, k, e, places, previous.group_of_row)
+    blockers = _returning_blockers(old_set, ptr, kvalues, k, e, places, previous.group_of_row)
+    gone_keys, gone_groups = previous.departed(keys)
+    gone_sets = knowledge.lookup(gone_keys)
+    blockers += _departed_blockers(
+        previous, values, keys, gone_keys, gone_groups,
+        [knowledge.values[knowledge.ptr[t]:knowledge.ptr[t + 1]] if t >= 0 else None
+         for t in gone_sets.tolist()],
+        k, e, places)
+    _raise_blocked(blockers)
     # a returning record absent from the previous release: its own knowledge is its span
     returning = (old_set >= 0) & (previous.group_of_row < 0)
     if returning.any():
         s = old_set[returning]
         allowed &= _forbidden_inside(v, kvalues[ptr[s]], kvalues[ptr[s + 1] - 1])
-    part = _solve(order, v, k, e, places, allowed, previous.group_of_row[order] < 0)
-    checks = consulted + int((old_set >= 0).sum())
+    part = _solve(order, v, k, e, places, allowed, previous.group_of_row[order] < 0,
+                  ints=ints)
+    # one check per previous group spanned, per returning record (against the knowledge
+    # the previous release carried) and per record that left
+    checks = consulted + int((old_set >= 0).sum()) + len(gone_keys)
     part = KEPartition(part.order, part.sorted_values, part.starts, part.cost, part.checks,
                        checks)
     return part, next_knowledge(part, keys, knowledge, old_set, ptr, kvalues)
@@ -402,7 +529,10 @@ def knowledge_from_releases(keys: np.ndarray, earlier: Sequence[EarlierRelease],
     seen = (groups >= 0).any(axis=1)
     tuples, inverse = np.unique(groups[seen], axis=0, return_inverse=True)
     sets: list[np.ndarray] = []
-    checks = 0
+    # a check is one record against one earlier release it was in (the unit the pruned
+    # variant counts too), though records sharing all their groups share the work
+    weight = np.bincount(inverse.reshape(-1), minlength=len(tuples))
+    checks = int(((tuples >= 0).sum(axis=1) * weight).sum())
     for row in tuples:
         current = present_values
         for t, g in enumerate(row):
@@ -410,7 +540,6 @@ def knowledge_from_releases(keys: np.ndarray, earlier: Sequence[EarlierRelease],
                 r = earlier[t]
                 current = np.intersect1d(current, r.values[r.ptr[g]:r.ptr[g + 1]],
                                          assume_unique=True)
-                checks += 1
         sets.append(current)
     set_of = np.full(len(keys), -1, dtype=np.int64)
     set_of[seen] = inverse.reshape(-1)
@@ -426,7 +555,7 @@ def naive_incremental_partition(values: np.ndarray, keys: np.ndarray,
     """The same release as :func:`incremental_partition`, without Theorem 1: every group of
     every earlier release that meets the table constrains the new groups, and each record's
     intersection is computed afresh from all the releases it was in."""
-    order, v = sort_values(values)
+    order, v, ints = sort_exact(values, places)
     require_feasible(v, k, e, name, places)
     present_values = np.unique(v)
     allowed = np.ones(len(v) + 1, dtype=bool)
@@ -437,9 +566,25 @@ def naive_incremental_partition(values: np.ndarray, keys: np.ndarray,
         consulted += n
     set_of, ptr, kvalues, checks = knowledge_from_releases(keys, earlier, present_values)
     previous_group = earlier[-1].group_of_row if earlier else np.full(len(keys), -1)
-    _check_blockers(set_of, ptr, kvalues, k, e, places, previous_group)
+    blockers = _returning_blockers(set_of, ptr, kvalues, k, e, places, previous_group)
+    if earlier:
+        gone_keys, gone_groups = earlier[-1].departed(keys)
+        gone_sets: list[np.ndarray | None] = []
+        for key in gone_keys:  # each one's intersection over every release it was in
+            known: np.ndarray | None = None
+            for release in earlier:
+                g = int(release.groups_of(np.array([key], dtype=KEY_DTYPE))[0])
+                if g >= 0:
+                    group_values = release.values[release.ptr[g]:release.ptr[g + 1]]
+                    known = group_values if known is None else \
+                        np.intersect1d(known, group_values, assume_unique=True)
+            gone_sets.append(known)
+            checks += len(earlier)  # each earlier release consulted for it
+        blockers += _departed_blockers(earlier[-1], values, keys, gone_keys, gone_groups,
+                                       gone_sets, k, e, places)
+    _raise_blocked(blockers)
     fresh = earlier[-1].group_of_row[order] < 0 if earlier else None
-    part = _solve(order, v, k, e, places, allowed, fresh)
+    part = _solve(order, v, k, e, places, allowed, fresh, ints=ints)
     return KEPartition(part.order, part.sorted_values, part.starts, part.cost, part.checks,
                        consulted + checks)
 
@@ -531,7 +676,19 @@ def permuted_release(df: pd.DataFrame, schema: Schema, part: KEPartition, *, k: 
     verify_release(release)  # the boundary regroups by the group column; done once here
     release.metrics |= class_metrics(np.diff(part.starts), k)
     timings["verify"] = time.perf_counter() - t0
+    release.metrics |= _query_error(release, df[name].to_numpy(dtype=np.float64))
     return release
+
+
+def _query_error(release: Release, truth: np.ndarray) -> dict[str, float]:
+    """The utility metric: the relative error of SUM on random range queries over the
+    numeric quasi-identifiers (none when there are no numeric quasi-identifiers)."""
+    from anonkit.ke import relative_error
+
+    try:
+        return relative_error(release, truth)
+    except InputError:
+        return {}
 
 
 def anonymize(df: pd.DataFrame, schema: Schema, options: dict[str, Any]) -> Release:
@@ -580,7 +737,8 @@ def earlier_release(view: ReleaseView, keys: np.ndarray, attribute: str) -> Earl
     # entries are sorted by class then value: distinct values per class directly
     counts = np.bincount(cv.class_index, minlength=view.n_classes)
     ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    return EarlierRelease(group_of_row, ptr, np.asarray(cv.value, dtype=np.float64))
+    return EarlierRelease(group_of_row, ptr, np.asarray(cv.value, dtype=np.float64),
+                          record_keys, np.asarray(record_classes, dtype=np.int64))
 
 
 def publish(df: pd.DataFrame, request: Any, context: PublishContext) -> Release:
@@ -651,19 +809,47 @@ def _knowledge_after(part: KEPartition, keys: np.ndarray,
 def _blocked_message(blocked: BlockedRecords, df: pd.DataFrame, request: Any,
                      context: PublishContext, view: ReleaseView) -> str:
     labels = view.labels
-    shown = []
-    for b in blocked.blockers[:10]:
-        group = b.previous_group
+
+    def group_name(group: int) -> str:
         if group >= 0 and view.info.group_column and view.info.group_column in labels:
-            group = labels[view.info.group_column].iloc[group]
-        where = f"group {group} of release {view.info.seq}" if b.previous_group >= 0 else \
-            "an earlier release"
-        shown.append(f"{request.key}={df[request.key].iloc[b.row]!r} ({where}: "
-                     f"{b.distinct} values left, range {exact_number(b.range)})")
-    more = f" and {len(blocked.blockers) - 10} more" if len(blocked.blockers) > 10 else ""
+            return str(labels[view.info.group_column].iloc[group])
+        return str(group)
+
+    def name(row: int) -> str:
+        return f"{request.key}={df[request.key].iloc[row]!r}"
+
+    returning = [b for b in blocked.blockers if b.row >= 0]
+    left: dict[int, list[Blocker]] = {}
+    for b in blocked.blockers:
+        if b.row < 0:
+            left.setdefault(b.previous_group, []).append(b)
+    parts = []
+    if returning:
+        shown = []
+        for b in returning[:10]:
+            where = f"group {group_name(b.previous_group)} of release {view.info.seq}" \
+                if b.previous_group >= 0 else "an earlier release"
+            shown.append(f"{name(b.row)} ({where}: {b.distinct} values left, range "
+                         f"{exact_number(b.range)})")
+        more = f" and {len(returning) - 10} more" if len(returning) > 10 else ""
+        parts.append(f"{len(returning)} returning records whose earlier groups lost the "
+                     f"values that protected them: {'; '.join(shown)}{more}")
+    if left:
+        shown = []
+        for group, members in list(left.items())[:10]:
+            worst = min(members, key=lambda b: (b.distinct, b.range))
+            survivors = ", ".join(name(r) for r in worst.survivors[:10])
+            extra = f" and {len(worst.survivors) - 10} more" \
+                if len(worst.survivors) > 10 else ""
+            shown.append(f"group {group_name(group)} of release {view.info.seq}: "
+                         f"{len(members)} of its records left and releasing its remaining "
+                         f"members ({survivors}{extra}) again narrows them to "
+                         f"{worst.distinct} values, range {exact_number(worst.range)}")
+        more = f" and {len(left) - 10} more groups" if len(left) > 10 else ""
+        parts.append(f"records that left, exposed by subtracting what their group-mates "
+                     f"are released with: {'; '.join(shown)}{more}")
     k, e = request.options.get("k"), request.options.get("e")
     return (f"release {context.seq} of {context.dataset!r} was refused: after the deletions "
             f"no partition avoids an incremental breach of (k={k}, e={exact_number(e)}) for "
-            f"{len(blocked.blockers)} records: {'; '.join(shown)}{more}. Their earlier groups "
-            f"lost the values that protected them. Nothing was written; see the README "
-            f"(history: refused incremental releases) for what to do")
+            f"{len(blocked.blockers)} records: {'. '.join(parts)}. Nothing was written; see "
+            f"the README (history: refused incremental releases) for what to do")
