@@ -263,7 +263,9 @@ def test_releases_are_numbered_per_dataset(history: HistoryTarget, tmp_path: Pat
     with open_store(history) as store:
         assert publish(store, v1, make_request(), tmp_path / "a1.csv").seq == 1
         assert publish(store, v2, make_request(), tmp_path / "a2.csv", allow_breach=True).seq == 2
-        assert publish(store, v1, make_request(dataset="other"), tmp_path / "b1.csv").seq == 1
+        # the same records under another name: a new lineage, declared
+        assert publish(store, v1, make_request(dataset="other"), tmp_path / "b1.csv",
+                       new_lineage=True).seq == 1
         assert store.datasets() == ["census", "other"]
         assert [r.seq for r in store.releases("census")] == [1, 2]
         assert store.latest("census").seq == 2  # type: ignore[union-attr]

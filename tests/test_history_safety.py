@@ -229,7 +229,8 @@ def test_a_live_publishers_temporary_files_survive_another_publish(tmp_path: Pat
     finally:
         os.close(fd)  # the publisher ends (is killed)
     with HistoryStore.open(tmp_path / "h.db") as store:  # any later publish into the folder
-        publish(store, people(np.arange(50)), make_request("other"), tmp_path / "o.csv")
+        publish(store, people(np.arange(50)), make_request("other"), tmp_path / "o.csv",
+                new_lineage=True)
     assert not any(f.exists() for f in files)
 
 

@@ -150,13 +150,18 @@ def release() -> None:
               help="Publish even if the new release, together with earlier ones, breaches "
                    "a record. By default such a release is refused: nothing is written and "
                    "the exit code is 3.")
+@click.option("--new-lineage", is_flag=True,
+              help="Publish even though the release shares records with another dataset of "
+                   "the history (whose releases it is never audited with). By default such a "
+                   "release is refused with exit code 3; the decision is recorded and shown "
+                   "by show and audit.")
 @_history_options
 @_errors
 def publish_cmd(input_path: Path, dataset: str, key: str, qi: str | None,
                 sensitive: str | None, identifiers: str | None, hierarchies: tuple[str, ...],
                 kinds: tuple[str, ...], method: str | None, options: tuple[str, ...],
-                output: Path, allow_breach: bool, history: str, secret_file: Path | None,
-                **method_values: object) -> None:
+                output: Path, allow_breach: bool, new_lineage: bool, history: str,
+                secret_file: Path | None, **method_values: object) -> None:
     """Anonymize INPUT and publish it as the next release of --dataset."""
     from anonkit import methods
     from anonkit.hierarchy import read_arx_hierarchy
@@ -189,7 +194,8 @@ def publish_cmd(input_path: Path, dataset: str, key: str, qi: str | None,
         kinds=methods.column_values("kind", list(kinds), "cli"))
     df = read_table(input_path)
     with _open(history, secret_file, create=True) as store:
-        info = publish(store, df, request, output, allow_breach=allow_breach)
+        info = publish(store, df, request, output, allow_breach=allow_breach,
+                       new_lineage=new_lineage)
     click.echo(f"published release {info.seq} of {info.dataset!r}: {info.n_released_rows} "
                f"rows in {info.n_classes} classes -> {info.output_path} "
                f"(sha256 {info.content_hash[:16]}...)")
@@ -197,6 +203,92 @@ def publish_cmd(input_path: Path, dataset: str, key: str, qi: str | None,
         click.echo(f"  {'PASS' if verdict['passed'] else 'FAIL'} {verdict['model']} "
                    f"({format_parameters(dict(verdict['parameters']))}): measured "
                    f"{exact_number(verdict['measured'])}")
+    for line in _own_lineage(info):
+        click.echo(f"  {line}")
+
+
+# -- lineage ---------------------------------------------------------------------------------
+
+
+def _shared_text(entry: dict[str, object]) -> str:
+    seqs = entry.get("releases") or []
+    unmatched = entry.get("unmatched_releases") or []
+    text = f"{entry.get('records', 0)} records with {_printable(str(entry.get('dataset')))}"
+    if seqs:
+        text += f" (releases {', '.join(map(str, seqs))})"  # type: ignore[call-overload]
+    if unmatched:
+        text += (f", possibly more with its releases "
+                 f"{', '.join(map(str, unmatched))} (migrated: not matchable)")  # type: ignore[call-overload]
+    return text
+
+
+def _own_lineage(info: ReleaseInfo) -> list[str]:
+    """The lineage decision recorded with ``info``, as lines."""
+    lineage = info.lineage
+    if lineage is None:
+        return ["lineage: not checked (recorded before the history kept history-wide "
+                "pseudonyms)"]
+    shared = lineage.get("shared") or []
+    if not shared:
+        return (["lineage: published with --new-lineage; shares no records with other "
+                 "datasets"] if lineage.get("new_lineage") else [])
+    lines = []
+    for entry in shared:  # type: ignore[union-attr]
+        sep = entry.get("separated_by") or {}
+        here = sep.get("dataset") == info.dataset and sep.get("seq") == info.seq
+        how = ("declared a separate lineage by this release (--new-lineage)" if here else
+               f"a separate lineage since release {sep.get('seq')} of "
+               f"{_printable(str(sep.get('dataset')))} (--new-lineage)")
+        lines.append(f"lineage: shares {_shared_text(entry)}; {how}: not audited together")
+    return lines
+
+
+def lineage_notes(store: HistoryStore, dataset: str) -> list[dict[str, object]]:
+    """Every recorded lineage decision concerning ``dataset``: its releases' own, and those
+    of other datasets' releases that share records with it."""
+    notes: list[dict[str, object]] = []
+    for info in store.releases():
+        lineage = info.lineage
+        if info.dataset == dataset:
+            if lineage is None:
+                notes.append({"dataset": info.dataset, "seq": info.seq, "checked": False})
+            elif lineage.get("shared") or lineage.get("new_lineage"):
+                notes.append({"dataset": info.dataset, "seq": info.seq, "checked": True,
+                              "lineage": lineage,
+                              "text": _own_lineage(info)})
+        elif lineage and any(str(e.get("dataset")) == dataset
+                             for e in lineage.get("shared") or []):  # type: ignore[union-attr]
+            entries = [e for e in lineage.get("shared") or []  # type: ignore[union-attr]
+                       if str(e.get("dataset")) == dataset]
+            notes.append({"dataset": info.dataset, "seq": info.seq, "checked": True,
+                          "lineage": {**lineage, "shared": entries},
+                          "text": [f"release {info.seq} of {_printable(info.dataset)} "
+                                   f"{line}" for line in _own_lineage(
+                                       _with_lineage(info, {**lineage, "shared": entries}))]})
+    return notes
+
+
+def _with_lineage(info: ReleaseInfo, lineage: dict[str, object]) -> ReleaseInfo:
+    from dataclasses import replace
+
+    return replace(info, lineage=lineage)
+
+
+def _lineage_lines(notes: list[dict[str, object]], dataset: str) -> list[str]:
+    lines = []
+    unchecked = [int(n["seq"]) for n in notes  # type: ignore[call-overload]
+                 if n["dataset"] == dataset and not n["checked"]]
+    if unchecked:
+        lines.append(f"lineage: releases {', '.join(map(str, unchecked))} were recorded "
+                     f"before the history kept history-wide pseudonyms: whether other "
+                     f"datasets share their records is unknown")
+    for n in notes:
+        if not n["checked"]:
+            continue
+        prefix = f"release {n['seq']} " if n["dataset"] == dataset else ""
+        for line in n["text"]:  # type: ignore[attr-defined]
+            lines.append(prefix + line if prefix else line)
+    return lines
 
 
 # -- list / show ---------------------------------------------------------------------------
@@ -295,6 +387,7 @@ def show_cmd(dataset: str, seq: int, n_classes: int, as_json: bool, history: str
     if auxiliary or has_state:
         lines.append(f"  kept beside   {', '.join(auxiliary) or '-'}"
                      + ("; the method's state" if has_state else ""))
+    lines += [f"  {line}" for line in _own_lineage(info)]
     lines.append("  verdicts")
     lines += [f"    {'PASS' if v['passed'] else 'FAIL'} {v['model']} {v['parameters']}: "
               f"measured {v['measured']}" for v in info.verdicts]
@@ -343,14 +436,19 @@ def audit_cmd(dataset: str, report_path: Path | None, as_json: bool, focus: int 
 
     with _open(history, secret_file, read_only=True) as store:
         report = audit(store, dataset, k=k, l=l_, e=e, focus=focus)
+        notes = lineage_notes(store, dataset)
     if report_path is not None:
         from anonkit.releases.report import write_html
 
         write_html(report, report_path)
     if as_json:
-        click.echo(json.dumps(report.to_dict(), indent=1, default=str))
+        click.echo(json.dumps(report.to_dict() | {"lineage": [
+            {k_: v for k_, v in n.items() if k_ != "text"} for n in notes]},
+            indent=1, default=str))
     else:
         click.echo(report.summary())
+        for line in _lineage_lines(notes, dataset):
+            click.echo(line)
         if report_path is not None:
             click.echo(f"report: {report_path}")
     if report.breached:

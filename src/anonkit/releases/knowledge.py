@@ -39,6 +39,9 @@ ROW_VALUE_KINDS = ("generalized", "synthetic")
 
 QI_KINDS = ("interval", "set", "labels")
 _NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
+#: rounds of constraint propagation at most (each round is sound: stopping early
+#: only leaves values a longer run might rule out)
+_MAX_ROUNDS = 50
 _RANGE = rf"^\s*[\[(]?\s*({_NUM})\s*(?:-|,|\.\.)\s*({_NUM})\s*[\])]?\s*$"
 
 
@@ -326,10 +329,7 @@ class Intersections:
         atom = np.full(self.n_records, -1, dtype=np.int64)
         group = np.zeros(int(anywhere.sum()), dtype=np.int64)
         sub = cls[:, anywhere]
-        for row in sub:
-            _, group = np.unique(group * (int(row.max(initial=0)) + 2) + row + 1,
-                                 return_inverse=True)
-            group = group.reshape(-1)
+        group = _combine(group, sub)
         atom[anywhere] = group
         n_atoms = int(group.max(initial=-1)) + 1
         size = np.bincount(group, minlength=n_atoms).astype(np.float64)
@@ -359,40 +359,94 @@ class Intersections:
         a_e = np.concatenate(parts_a) if parts_a else np.zeros(0, dtype=np.int64)
         v_e = np.concatenate(parts_v) if parts_v else np.zeros(0, dtype=np.int64)
         hi = (np.concatenate(parts_c) if parts_c else np.zeros(0)).astype(np.float64)
-        for j, sp in enumerate(sparse):  # keep the values in every multiset of the atom
-            inside = np.flatnonzero(present[j, a_e])
-            pos, found = _lookup(sp, atom_cls[j, a_e[inside]] * n_values + v_e[inside])
-            hi[inside[found]] = np.minimum(hi[inside[found]], sp.count[pos[found]])
-            keep = np.ones(len(a_e), dtype=bool)
-            keep[inside[~found]] = False
-            a_e, v_e, hi = a_e[keep], v_e[keep], hi[keep]
-        links = []  # per release: (its entries, their multiset entry, need, count)
+        by_atom = np.argsort(a_e, kind="stable")
+        a_e, v_e, hi = a_e[by_atom], v_e[by_atom], hi[by_atom]
+        runs = np.searchsorted(a_e, np.arange(n_atoms + 1))
+        # per release: the entries of the atoms in it, and their multiset entry there; a
+        # value missing from one of the atom's multisets is no candidate
+        keep = np.ones(len(a_e), dtype=bool)
+        looked = []
         for j, sp in enumerate(sparse):
-            inside = np.flatnonzero(present[j, a_e])
-            pos, _ = _lookup(sp, atom_cls[j, a_e[inside]] * n_values + v_e[inside])
-            count = sp.count.astype(np.float64)
-            slack = self.slack[rel[j]][sp.key // n_values] if len(sp.key) else count
-            links.append((inside, pos, count - np.minimum(slack, count), count))
+            atoms = np.flatnonzero(present[j])
+            owner, inside = _expand(runs[atoms], runs[atoms + 1])
+            pos, found = _lookup(sp, atom_cls[j, atoms][owner] * n_values + v_e[inside])
+            keep[inside[~found]] = False
+            hi[inside[found]] = np.minimum(hi[inside[found]], sp.count[pos[found]])
+            looked.append((inside, pos))
+        renumber = np.cumsum(keep) - 1
+        links = []  # per release: (entries, their multiset entry)
+        for inside, pos in looked:
+            kept = keep[inside]
+            links.append((renumber[inside[kept]], pos[kept]))
+        a_e, v_e, hi = a_e[keep], v_e[keep], hi[keep]
         hi = np.minimum(hi, size[a_e])
-        lo = np.zeros(len(hi))
         start_hi = hi.copy()
-        for _ in range(50):
+        # the sums: per release, its multiset entries (count, less its class's rows that
+        # are no record: need); per atom, its size. Unknowns fixed (lo == hi) are folded
+        # into their sums' bounds and dropped, so each round works on what can still move.
+        count, need = [], []
+        for j, sp in enumerate(sparse):
+            c = sp.count.astype(np.float64)
+            slack = self.slack[rel[j]][sp.key // n_values] if len(sp.key) else c
+            count.append(c)
+            need.append(c - np.minimum(slack, c))
+        atom_size = size.astype(np.float64).copy()
+        final_hi = hi.copy()
+        live = np.arange(len(hi))  # the entries still in play
+        a_live = a_e
+        lo = np.zeros(len(hi))
+        contradiction = False
+        for _ in range(_MAX_ROUNDS):
             before_lo, before_hi = lo.copy(), hi.copy()
-            for entries, pos, need, count in links:
-                n_keys = len(count)
+            for j, (entries, pos) in enumerate(links):
+                n_keys = len(count[j])
                 s_lo = np.bincount(pos, lo[entries], minlength=n_keys)
                 s_hi = np.bincount(pos, hi[entries], minlength=n_keys)
-                hi[entries] = np.minimum(hi[entries], count[pos] - (s_lo[pos] - lo[entries]))
-                lo[entries] = np.maximum(lo[entries], need[pos] - (s_hi[pos] - hi[entries]))
-            s_lo = np.bincount(a_e, lo, minlength=n_atoms)
-            s_hi = np.bincount(a_e, hi, minlength=n_atoms)
-            hi = np.minimum(hi, size[a_e] - (s_lo[a_e] - lo))
-            lo = np.maximum(lo, size[a_e] - (s_hi[a_e] - hi))
+                hi[entries] = np.minimum(hi[entries], count[j][pos] - (s_lo[pos] - lo[entries]))
+                lo[entries] = np.maximum(lo[entries], need[j][pos] - (s_hi[pos] - hi[entries]))
+            s_lo = np.bincount(a_live, lo, minlength=n_atoms)
+            s_hi = np.bincount(a_live, hi, minlength=n_atoms)
+            hi = np.minimum(hi, atom_size[a_live] - (s_lo[a_live] - lo))
+            lo = np.maximum(lo, atom_size[a_live] - (s_hi[a_live] - hi))
             if (lo > hi).any():  # contradictory releases: no deduction
-                hi = start_hi
+                contradiction = True
                 break
             if np.array_equal(lo, before_lo) and np.array_equal(hi, before_hi):
                 break
+            fixed = lo == hi
+            if not fixed.any():
+                continue
+            final_hi[live[fixed]] = hi[fixed]
+            renumber = np.cumsum(~fixed) - 1
+            # a sum left without unknowns must hold as it is
+            broken = False
+            for j, (entries, pos) in enumerate(links):
+                n_keys = len(count[j])
+                out = fixed[entries]
+                gone = pos[out]
+                taken = np.bincount(gone, hi[entries[out]], minlength=n_keys)
+                count[j] = count[j] - taken
+                need[j] = need[j] - taken
+                pos = pos[~out]
+                links[j] = (renumber[entries[~out]], pos)
+                empty = np.zeros(n_keys, dtype=bool)
+                empty[gone] = True
+                empty[pos] = False
+                broken |= bool((count[j][gone] < 0).any() or (need[j][empty] > 0).any())
+            gone = a_live[fixed]
+            atom_size -= np.bincount(gone, hi[fixed], minlength=n_atoms)
+            live, lo, hi, a_live = live[~fixed], lo[~fixed], hi[~fixed], a_live[~fixed]
+            empty = np.zeros(n_atoms, dtype=bool)
+            empty[gone] = True
+            empty[a_live] = False
+            if broken or (atom_size[gone] < 0).any() or (atom_size[empty] != 0).any():
+                contradiction = True
+                break
+        if contradiction:
+            hi = start_hi
+        else:
+            final_hi[live] = hi
+            hi = final_hi
         left = hi >= 1
         a_e, v_e = a_e[left], v_e[left]
         order = np.lexsort((v_e, a_e))
@@ -681,6 +735,22 @@ def _collect(index: Intersections, dataset: str, targets: np.ndarray) -> Knowled
 
 def _counts(values: np.ndarray) -> np.ndarray:
     return np.nan_to_num(values, nan=0.0).astype(np.int64)
+
+
+def _combine(group: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Dense ids of the distinct (group, rows[0], rows[1], ...) tuples (rows >= -1): rows
+    are folded into one int64 key while it cannot overflow, then renumbered."""
+    n_groups = int(group.max(initial=-1)) + 1
+    key, span = group, max(n_groups, 1)
+    for row in rows:
+        width = int(row.max(initial=0)) + 2
+        if span * width >= 2 ** 62:
+            _, key = np.unique(key, return_inverse=True)
+            key = key.reshape(-1)
+            span = int(key.max(initial=-1)) + 1
+        key, span = key * width + row + 1, span * width
+    _, key = np.unique(key, return_inverse=True)
+    return key.reshape(-1)
 
 
 def _lookup(sp: _Sparse, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -4,7 +4,12 @@ Version 1 (the first release history) knew one kind of release (generalized, one
 input row) and kept no cross-release requirements: the audit derived them from the names
 of the recorded models. Version 2 adds, per release, ``release_kind``, ``threat_model``,
 ``requirements``, ``seeded`` and ``group_column``; per class ``counterfeits``; and the tables
-``anonkit_method_state`` and ``anonkit_auxiliary``.
+``anonkit_method_state`` and ``anonkit_auxiliary``; per release its ``lineage`` decision and per
+record its history-wide pseudonym ``person_hash``. A migrated release's ``lineage`` and its
+records' ``person_hash`` are NULL: the history-wide pseudonym is a keyed hash of the record
+key, which a version-1 history never kept, so it cannot be recomputed. A new release that
+may share records with such releases of another dataset is treated as sharing them (see
+:func:`anonkit.releases.publish.check_lineage`).
 
 Opening a version-1 history upgrades it, in one transaction: columns are added with the
 defaults a version-1 release has (``generalized``, ``one-shot``, not seeded, no group column,
@@ -42,6 +47,7 @@ from anonkit.releases.store import (
     V2_TABLES,
     HistoryLocation,
     classes_table,
+    records_table,
     releases_table,
     schema_table,
 )
@@ -123,7 +129,7 @@ sa.Table(
 V2_COLUMNS: tuple[sa.Column[object], ...] = (
     releases_table.c.release_kind, releases_table.c.threat_model,
     releases_table.c.requirements, releases_table.c.seeded, releases_table.c.group_column,
-    classes_table.c.counterfeits,
+    releases_table.c.lineage, classes_table.c.counterfeits, records_table.c.person_hash,
 )
 
 

@@ -57,6 +57,7 @@ import pandas as pd
 from anonkit.errors import HistoryError, InputError
 from anonkit.hierarchy.base import Hierarchy
 from anonkit.release import Release, auxiliary_path, require_input_rows
+from anonkit.releases.attacks import CrossReleaseBreachError
 from anonkit.releases.secret import (
     PSEUDONYM_BYTES,
     canonical_keys,
@@ -172,7 +173,7 @@ def method_for(name: str) -> MethodFn:
 def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
             output: str | os.PathLike[str], fmt: str | None = None, *,
             allow_breach: bool = False, accept_heuristic: bool = False,
-            shuffle: bool = True, shuffle_seed: int | None = None,
+            new_lineage: bool = False, shuffle: bool = True, shuffle_seed: int | None = None,
             timings: dict[str, float] | None = None) -> ReleaseInfo:
     """Anonymize ``df`` with ``request.method`` and publish it to ``output`` as the next
     release of ``request.dataset``, atomically with its history row (see the module).
@@ -187,12 +188,18 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
     that is the point. ``allow_breach=True`` records such a release anyway (to study it
     with the audit, or when the steward accepts the risk); the audit still reports it.
 
+    A release that shares records with another dataset of the history is refused
+    (:class:`LineageError`, exit code 3) unless ``new_lineage=True`` declares it a separate
+    lineage, which is recorded with it (see :func:`check_lineage`); ``allow_breach`` does not
+    waive this.
+
     The released rows are shuffled with operating-system entropy (``shuffle=False``
     keeps the method's order; ``shuffle_seed`` is for tests only): in the input's order a
     person's rows would line up across releases.
 
     ``timings``, when given, receives the seconds spent per phase: ``validate``,
-    ``pseudonyms``, ``method``, ``summarize``, ``write`` (the file), ``hash`` (of the file),
+    ``pseudonyms``, ``method``, ``summarize``, ``lineage`` (the check of records shared with
+    other datasets), ``audit``, ``write`` (the file), ``hash`` (of the file),
     ``record`` (the history transaction), ``rename``.
     """
     from anonkit import methods
@@ -217,6 +224,7 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
 
     clock.lap("validate")
     pseudonyms = store.pseudonyms(request.dataset, df[request.key])
+    persons = store.history_pseudonyms(df[request.key])
     clock.lap("pseudonyms")
     seq = previous.seq + 1 if previous is not None else 1
     context = PublishContext(store, request.dataset, seq, schema, pseudonyms, previous)
@@ -231,8 +239,10 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
     refuse_identifiers(result, result.data.columns, forbidden=[request.key])
     require_input_rows(result, len(df))
     clock.lap("verify")
-    release = prepare_release(result, request, seq, pseudonyms, len(df))
+    release = prepare_release(result, request, seq, pseudonyms, len(df), persons=persons)
     clock.lap("summarize")
+    release.lineage = check_lineage(store, release, new_lineage)
+    clock.lap("lineage")
     if not allow_breach and previous is not None:
         _refuse_breach(store, release)
         clock.lap("audit")
@@ -284,11 +294,13 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
 
 
 def prepare_release(result: Release, request: PublishRequest, seq: int,
-                    pseudonyms: Sequence[bytes], n_input_rows: int) -> PreparedRelease:
+                    pseudonyms: Sequence[bytes], n_input_rows: int, *,
+                    persons: Sequence[bytes] | None = None) -> PreparedRelease:
     """The history rows of a release: classes as an adversary sees them (counterfeit rows
     counted in their class), and the records -- the input rows behind released rows, as
     pseudonym -> class, sorted by pseudonym, the order the primary key index wants. A
-    counterfeit or synthetic row has no record."""
+    counterfeit or synthetic row has no record. ``persons``: every input row's
+    history-wide pseudonym (kept with its record)."""
     schema = result.schema
     class_rows, class_values = summarize_classes(result.data, result.class_ids,
                                                  result.classes, schema.quasi_identifiers,
@@ -299,6 +311,11 @@ def prepare_release(result: Release, request: PublishRequest, seq: int,
     every_key = np.empty(len(pseudonyms), dtype=object)
     every_key[:] = pseudonyms
     keys = every_key[rows[order]]
+    record_persons = None
+    if persons is not None:
+        every_person = np.empty(len(persons), dtype=object)
+        every_person[:] = list(persons)
+        record_persons = every_person[rows[order]].tolist()
     record_classes = np.asarray(result.class_ids, dtype=np.int64)[positions][order]
     requirements = [r.to_dict() for m in result.models
                     for r in m.cross_release_requirements()]
@@ -319,7 +336,88 @@ def prepare_release(result: Release, request: PublishRequest, seq: int,
         requirements=requirements, seeded=result.seeded, group_column=result.group_column,
         counterfeits=counterfeits.tolist() if counterfeits.any() else None,
         method_state=result.method_state, auxiliary=dict(result.auxiliary),
-        record_values=record_values)
+        record_values=record_values, record_persons=record_persons)
+
+
+class LineageError(CrossReleaseBreachError):
+    """A release shares records with another dataset, and was not declared a new lineage."""
+
+
+def check_lineage(store: HistoryStore, release: PreparedRelease,
+                  new_lineage: bool) -> dict[str, object]:
+    """The lineage gate: refuse a release that shares records with another dataset of the
+    history, unless ``new_lineage``; return the decision to record with the release.
+
+    Records are matched by their history-wide pseudonym (the per-dataset ones differ by
+    design). A release of another dataset kept without them (migrated from version 1)
+    counts as sharing records: whether it does cannot be told.
+
+    Why refuse rather than audit the release against the other dataset too: the audit
+    compares the releases of one table (its quasi-identifiers, sensitive attributes and
+    cross-release requirements); another dataset may have other columns, and a release
+    combined with it may disclose what no requirement of either measures. Releasing the
+    same people under a second name is the gate's bypass; publishing them as the next
+    release of their dataset is what makes the gate audit them. So the default fails
+    closed, and a steward who means a separate publication (another table of the same
+    people, a key space that merely overlaps) says so with ``new_lineage``. That decision
+    is recorded (``lineage`` of the release: the datasets shared with, how many records, in
+    which releases), shown by ``show`` and by ``audit`` of either dataset, and it covers
+    the pair: later releases of either dataset are not refused for sharing records with
+    the other.
+    """
+    shared = store.shared_records(release.dataset, release.record_persons or [])
+    separated = _separated(store, release.dataset)
+    undeclared = [s for s in shared if s.dataset not in separated]
+    if undeclared and not new_lineage:
+        shown = "; ".join(
+            f"{s.records} records with dataset {s.dataset!r}"
+            + (f" (releases {_ranges_text(s.releases)})" if s.releases else "")
+            + (f", and possibly more with its releases {_ranges_text(s.unmatched_releases)} "
+               f"(migrated from an older history: they cannot be matched)"
+               if s.unmatched_releases else "")
+            for s in undeclared[:3])
+        more = f" and {len(undeclared) - 3} more datasets" if len(undeclared) > 3 else ""
+        raise LineageError(
+            f"release {release.seq} of {release.dataset!r} was refused: it shares {shown}"
+            f"{more}, and releases of different datasets are not audited together, so "
+            f"publishing the same records under another dataset name would bypass the "
+            f"cross-release gate. Nothing was written. Publish it as the next release of "
+            f"that dataset (the gate then audits it), or, if it is a separate publication "
+            f"whose combination with that dataset you accept, pass --new-lineage (the "
+            f"decision is recorded, and shown by `show` and `audit`)")
+    entries = []
+    for s in shared:
+        entry = s.to_dict()
+        declared = separated.get(s.dataset)
+        entry["separated_by"] = (declared if declared is not None
+                                 else {"dataset": release.dataset, "seq": release.seq})
+        entries.append(entry)
+    return {"new_lineage": bool(new_lineage), "shared": entries}
+
+
+def _separated(store: HistoryStore, dataset: str) -> dict[str, dict[str, object]]:
+    """The datasets declared separate lineages from ``dataset`` (either way round), each
+    with the release whose ``new_lineage`` declared it."""
+    out: dict[str, dict[str, object]] = {}
+    for info in store.releases():
+        lineage = info.lineage or {}
+        if not lineage.get("new_lineage"):
+            continue
+        for entry in lineage.get("shared") or []:  # type: ignore[union-attr]
+            other = str(entry.get("dataset"))
+            sep = entry.get("separated_by") or {}
+            if sep.get("dataset") != info.dataset or sep.get("seq") != info.seq:
+                continue  # inherited, not declared here
+            if info.dataset == dataset:
+                out.setdefault(other, {"dataset": info.dataset, "seq": info.seq})
+            elif other == dataset:
+                out.setdefault(info.dataset, {"dataset": info.dataset, "seq": info.seq})
+    return out
+
+
+def _ranges_text(numbers: Sequence[int]) -> str:
+    numbers = sorted(numbers)
+    return f"{numbers[0]}..{numbers[-1]}" if len(numbers) > 2 else ", ".join(map(str, numbers))
 
 
 def _refuse_breach(store: HistoryStore, release: PreparedRelease) -> None:
@@ -445,8 +543,9 @@ def _check_same_roles(previous: ReleaseInfo, schema: Schema, request: PublishReq
     if problems:
         raise HistoryError(f"this release of {previous.dataset!r} differs from release "
                            f"{previous.seq}: {'; '.join(problems)}. Every release of a dataset "
-                           f"must have the same columns and roles; publish it as a new dataset "
-                           f"if the table really changed")
+                           f"must have the same columns and roles, so that the cross-release "
+                           f"audit can compare them; give this release the columns and roles "
+                           f"of the earlier ones. Nothing was written")
 
 
 class _Clock:

@@ -32,7 +32,14 @@ Record pseudonyms are domain-separated per dataset: the key of dataset ``d`` is
 HMAC of RFC 2104 section 5: pseudonyms only need to be unique and unforgeable, and a chance
 collision needs ~2^64 records, while the shorter key makes the records table a third smaller
 and a million-row release a second faster to record). The same person in two datasets of
-one history thus gets unrelated pseudonyms (the history itself does not link datasets).
+one history thus gets unrelated pseudonyms.
+
+Beside it, every record gets one *history-wide* pseudonym, the same in every dataset:
+``HMAC(K_h, canonical text of its key)`` with ``K_h = HMAC(secret, "anonkit history record
+key" || 0x00)`` (truncated likewise; the domains differ in their text, so no dataset name
+derives ``K_h``). It only serves to notice that a release of one dataset shares records with
+another dataset of the history (see :func:`anonkit.releases.publish.check_lineage`); the
+audit and the methods follow records by the per-dataset pseudonym.
 """
 
 from __future__ import annotations
@@ -59,6 +66,7 @@ SECRET_FILE_ENV = "ANONKIT_HISTORY_SECRET_FILE"
 SECRET_SUFFIX = ".secret"
 CHECK_MESSAGE = b"anonkit history secret check v1"
 _RECORD_DOMAIN = b"anonkit record key\x00"
+_HISTORY_RECORD_DOMAIN = b"anonkit history record key\x00"
 _MIN_SECRET_CHARS = 16
 #: an environment secret must decode to at least this many bytes (see :func:`env_secret`)
 MIN_ENV_SECRET_BYTES = 32
@@ -94,9 +102,15 @@ class Secret:
     def record_hasher(self, dataset: str) -> RecordHasher:
         return RecordHasher(self.value, dataset)
 
+    def history_hasher(self) -> RecordHasher:
+        """The hasher of history-wide pseudonyms: the same record key gets the same one in
+        every dataset of the history."""
+        return RecordHasher(self.value, None)
+
 
 class RecordHasher:
-    """HMAC-SHA256 of record keys under one dataset's derived key.
+    """HMAC-SHA256 of record keys under one dataset's derived key (``dataset=None``: the
+    history-wide key).
 
     HMAC is computed from the two precomputed pad states (RFC 2104), which is what
     :func:`hmac.digest` does too, but without re-deriving the pads for every key: about
@@ -104,8 +118,10 @@ class RecordHasher:
     release.
     """
 
-    def __init__(self, secret: bytes, dataset: str) -> None:
-        key = hmac.digest(secret, _RECORD_DOMAIN + dataset.encode("utf-8"), "sha256")
+    def __init__(self, secret: bytes, dataset: str | None) -> None:
+        context = (_HISTORY_RECORD_DOMAIN if dataset is None
+                   else _RECORD_DOMAIN + dataset.encode("utf-8"))
+        key = hmac.digest(secret, context, "sha256")
         block = key.ljust(64, b"\x00")  # SHA-256 block size; the key is 32 bytes
         self._inner = hashlib.sha256(bytes(b ^ 0x36 for b in block))
         self._outer = hashlib.sha256(bytes(b ^ 0x5C for b in block))

@@ -15,7 +15,10 @@ One history (an SQLite file by default, or a PostgreSQL database) holds any numb
   recording and of auditing);
 - ``anonkit_records``: per input record its pseudonym ``HMAC(secret, key)`` (see
   :mod:`anonkit.releases.secret`) and the class it went to -- what lets the next release
-  honour this one, and the audit follow a record across releases, without raw keys;
+  honour this one, and the audit follow a record across releases, without raw keys -- and
+  its history-wide pseudonym (the same in every dataset), which shows a new release that
+  shares records with another dataset (NULL for records migrated from version 1: it cannot
+  be computed without their keys);
 - ``anonkit_method_state``: an opaque blob a sequential method keeps for its next release;
 - ``anonkit_auxiliary``: tables published beside a release (counterfeit counts per class,
   the (k,e) group table), one Parquet blob per name.
@@ -126,6 +129,10 @@ releases_table = sa.Table(
     # a user-given seed drove the privacy randomness (the seed itself is never recorded)
     sa.Column("seeded", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.Column("group_column", sa.String(200), nullable=True),  # a permuted release's groups
+    # the lineage decision: the records it shares with other datasets, and whether it was
+    # published as a new lineage (see anonkit.releases.publish.check_lineage); NULL for a
+    # release migrated from version 1 (never checked)
+    sa.Column("lineage", sa.JSON(none_as_null=True), nullable=True),
     # one release per (dataset, seq): the second of two concurrent publishers fails here
     sa.UniqueConstraint("dataset", "seq", name="anonkit_releases_dataset_seq"),
 )
@@ -162,6 +169,9 @@ records_table = sa.Table(
     # the record's pseudonym: HMAC-SHA256 of its key, truncated to 128 bits
     sa.Column("key_hash", sa.LargeBinary(16), primary_key=True),
     sa.Column("class_id", sa.Integer, nullable=False),
+    # the history-wide pseudonym (the same key in every dataset gets the same one); NULL for
+    # a record migrated from version 1
+    sa.Column("person_hash", sa.LargeBinary(16), nullable=True),
     sqlite_with_rowid=False,
 )
 
@@ -266,6 +276,8 @@ class ReleaseInfo:
     requirements: list[dict[str, object]] = field(default_factory=list)
     seeded: bool = False
     group_column: str | None = None
+    #: the lineage decision (see ``check_lineage``); None: never checked (migrated)
+    lineage: dict[str, object] | None = None
 
     @property
     def passed(self) -> bool:
@@ -324,6 +336,10 @@ class PreparedRelease:
     #: per sensitive attribute, every record's entry in its multisets (aligned with
     #: record_hashes; see ``record_values_table``); None: not known
     record_values: dict[str, np.ndarray] | None = None
+    #: history-wide pseudonyms, aligned with record_hashes (None: not known)
+    record_persons: list[bytes] | None = None
+    #: the lineage decision recorded with the release (see ``check_lineage``)
+    lineage: dict[str, object] | None = None
 
     @property
     def n_classes(self) -> int:
@@ -353,6 +369,23 @@ class PreparedRelease:
                            None if self.record_values is None else
                            {a: np.asarray(c, dtype=np.int64)
                             for a, c in self.record_values.items()})
+
+
+@dataclass
+class SharedRecords:
+    """Records a release shares with another dataset of the history."""
+
+    dataset: str
+    records: int = 0  # how many of the release's records that dataset holds
+    releases: list[int] = field(default_factory=list)  # its releases holding some
+    #: its releases migrated from version 1: they keep no history-wide pseudonyms, so
+    #: whether they hold the release's records is unknown
+    unmatched_releases: list[int] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"dataset": self.dataset, "records": self.records,
+                "releases": list(self.releases),
+                "unmatched_releases": list(self.unmatched_releases)}
 
 
 @dataclass(frozen=True)
@@ -827,6 +860,40 @@ class HistoryStore:
         """The pseudonyms this history gives the record keys ``keys`` in ``dataset``."""
         return self.secret.record_hasher(dataset).hash_keys(keys)
 
+    def history_pseudonyms(self, keys: pd.Series) -> list[bytes]:
+        """The history-wide pseudonyms of the record keys ``keys`` (any dataset)."""
+        return self.secret.history_hasher().hash_keys(keys)
+
+    def shared_records(self, dataset: str, persons: Sequence[bytes]) -> list[SharedRecords]:
+        """What the records of history-wide pseudonyms ``persons`` share with every other
+        dataset of the history: per dataset, how many of them it holds and in which releases,
+        and its releases that cannot tell (migrated from version 1: no history-wide
+        pseudonyms). Datasets that share nothing and can tell are left out."""
+        others = [info for info in self.releases() if info.dataset != dataset]
+        if not others:
+            return []
+        wanted = np.unique(np.array(list(persons), dtype=f"S{16}"))
+        found: dict[str, SharedRecords] = {}
+        hits: dict[str, list[np.ndarray]] = {}
+        with self.engine.connect() as conn:
+            for info in others:
+                rows = _fetch_raw(conn, sa.select(records_table.c.person_hash)
+                                  .where(records_table.c.release_id == info.id))
+                known = [bytes(r[0]) for r in rows if r[0] is not None]  # type: ignore[arg-type]
+                entry = found.setdefault(info.dataset, SharedRecords(info.dataset))
+                if len(known) < len(rows):
+                    entry.unmatched_releases.append(info.seq)
+                if not known:
+                    continue
+                packed = np.array(known, dtype=f"S{16}")
+                common = packed[np.isin(packed, wanted, assume_unique=True)]
+                if len(common):
+                    entry.releases.append(info.seq)
+                    hits.setdefault(info.dataset, []).append(common)
+        for name, arrays in hits.items():
+            found[name].records = len(np.unique(np.concatenate(arrays)))
+        return [e for e in found.values() if e.records or e.unmatched_releases]
+
     def _unknown_dataset(self, dataset: str) -> HistoryError:
         known = self.datasets()
         listing = ", ".join(map(repr, known)) if known else "none yet"
@@ -887,10 +954,16 @@ class HistoryStore:
                         {"release_id": release_id, "attribute": cv.attribute,
                          "numeric": cv.numeric, "n_entries": len(cv.count),
                          "multisets": cv.to_parquet()} for cv in release.class_values])
-                self._bulk_insert(conn, records_table,
-                                  zip([release_id] * len(release.record_hashes),
-                                      release.record_hashes, release.record_classes,
-                                      strict=True))
+                if release.record_persons is None:
+                    self._bulk_insert(conn, records_table,
+                                      zip([release_id] * len(release.record_hashes),
+                                          release.record_hashes, release.record_classes,
+                                          strict=True), columns=_RECORD_COLUMNS)
+                else:
+                    self._bulk_insert(conn, records_table,
+                                      zip([release_id] * len(release.record_hashes),
+                                          release.record_hashes, release.record_classes,
+                                          release.record_persons, strict=True))
                 self._insert_record_values(conn, release_id, release)
                 if before_commit is not None:
                     before_commit()
@@ -1226,10 +1299,12 @@ def _release_values(release: PreparedRelease) -> dict[str, object]:
         "release_kind": _kind(release.release_kind), "threat_model": str(release.threat_model),
         "requirements": _requirement_dicts(release.requirements),
         "seeded": bool(release.seeded), "group_column": release.group_column,
+        "lineage": _jsonable(release.lineage) if release.lineage is not None else None,
     }
 
 
 _CLASS_COLUMNS = ("release_id", "class_id", "size", "qi_labels")
+_RECORD_COLUMNS = ("release_id", "key_hash", "class_id")
 
 
 def _kind(kind: object) -> str:
@@ -1325,7 +1400,7 @@ def _info(row: sa.RowMapping) -> ReleaseInfo:
         pending_path=row["pending_path"], anonkit_version=row["anonkit_version"],
         release_kind=row["release_kind"], threat_model=row["threat_model"],
         requirements=list(row["requirements"] or []), seeded=bool(row["seeded"]),
-        group_column=row["group_column"])
+        group_column=row["group_column"], lineage=row["lineage"])
 
 
 def _ranges(numbers: Sequence[int]) -> str:

@@ -1,0 +1,194 @@
+"""Issue 8, item 2: the gate is not bypassed by another dataset name.
+
+Records are matched across the datasets of a history by their history-wide pseudonym; a
+release sharing records with another dataset is refused (exit code 3) unless it is declared a
+new lineage, which is recorded with it and shown by ``show`` and ``audit``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pandas as pd
+import pytest
+import sqlalchemy as sa
+from click.testing import CliRunner
+
+from anonkit.errors import HistoryError
+from anonkit.releases.attacks import CrossReleaseBreachError, audit
+from anonkit.releases.cli import release as release_cli
+from anonkit.releases.publish import LineageError, publish
+from anonkit.releases.secret import SECRET_ENV
+from anonkit.releases.store import HistoryStore, records_table
+from history_helpers import history_state, make_request
+from test_attacks import WARD, WARD_1, WARD_2
+
+if TYPE_CHECKING:
+    from pg_fixtures import HistoryTarget
+
+pytest_plugins = ["pg_fixtures"]
+
+V1_FIXTURE = Path(__file__).parent / "data" / "history_v1"
+
+
+@pytest.fixture(autouse=True)
+def _clean(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(SECRET_ENV, raising=False)
+    monkeypatch.delenv("ANONKIT_HISTORY", raising=False)
+    monkeypatch.delenv("ANONKIT_HISTORY_SECRET_FILE", raising=False)
+
+
+def open_store(target: HistoryTarget) -> HistoryStore:
+    return HistoryStore.open(target.url, secret_file=target.secret_file, create=True)
+
+
+def ward(dataset: str, classes: dict[str, int]):  # type: ignore[no-untyped-def]
+    return make_request(dataset=dataset, method="given-classes", k=2, classes=classes)
+
+
+def test_the_hand_example_under_another_dataset_name_is_refused(history: HistoryTarget,
+                                                                 tmp_path: Path) -> None:
+    """Release 2 of the issue's hand example breaches P0 and P1 with release 1. Published
+    as ``ward-copy`` it used to pass (pseudonyms are keyed by dataset): now it is refused
+    without --new-lineage, --allow-breach does not waive that, and nothing is written."""
+    with open_store(history) as store:
+        publish(store, WARD, ward("ward", WARD_1), tmp_path / "r1.csv")
+        before = history_state(store)
+        for allow in (False, True):
+            with pytest.raises(CrossReleaseBreachError, match=r"shares 10 records with "
+                               r"dataset 'ward' \(releases 1\).*--new-lineage") as caught:
+                publish(store, WARD, ward("ward-copy", WARD_2), tmp_path / "copy.csv",
+                        allow_breach=allow)
+            assert isinstance(caught.value, LineageError)
+            assert caught.value.exit_code == 3
+        assert history_state(store) == before
+        assert not (tmp_path / "copy.csv").exists()
+        assert store.datasets() == ["ward"]
+
+        # declared a new lineage: published, and the decision is recorded
+        info = publish(store, WARD, ward("ward-copy", WARD_2), tmp_path / "copy.csv",
+                       new_lineage=True)
+        assert info.lineage == {"new_lineage": True, "shared": [
+            {"dataset": "ward", "records": 10, "releases": [1], "unmatched_releases": [],
+             "separated_by": {"dataset": "ward-copy", "seq": 1}}]}
+        assert not audit(store, "ward").breached  # not audited together: the notes say so
+    notes = CliRunner().invoke(release_cli, ["audit", "--dataset", "ward",
+                                             *history.cli_args()])
+    assert notes.exit_code == 0, notes.output
+    assert ("release 1 of 'ward-copy' lineage: shares 10 records with 'ward' (releases 1); "
+            "declared a separate lineage by this release (--new-lineage): not audited together"
+            ) in notes.output
+    own = CliRunner().invoke(release_cli, ["audit", "--dataset", "ward-copy", "--json",
+                                           *history.cli_args()])
+    assert own.exit_code == 0, own.output
+    (note,) = json.loads(own.output)["lineage"]
+    assert (note["dataset"], note["seq"], note["lineage"]["new_lineage"]) == (
+        "ward-copy", 1, True)
+    shown = CliRunner().invoke(release_cli, ["show", "ward-copy", "1", *history.cli_args()])
+    assert shown.exit_code == 0, shown.output
+    assert "lineage: shares 10 records with 'ward'" in shown.output
+
+
+def test_the_gate_still_audits_the_same_dataset(history: HistoryTarget,
+                                                tmp_path: Path) -> None:
+    """Published as release 2 of ``ward`` the hand example is refused by the breach gate,
+    and a release of records no other dataset holds passes the lineage check."""
+    with open_store(history) as store:
+        first = publish(store, WARD, ward("ward", WARD_1), tmp_path / "r1.csv")
+        assert first.lineage == {"new_lineage": False, "shared": []}
+        with pytest.raises(CrossReleaseBreachError, match="would breach 2 records"):
+            publish(store, WARD, ward("ward", WARD_2), tmp_path / "r2.csv")
+        others = WARD.assign(pid=[f"Q{i}" for i in range(10)])
+        classes = {f"Q{i}": WARD_2[f"P{i}"] for i in range(10)}
+        info = publish(store, others, ward("clinic", classes), tmp_path / "c1.csv")
+        assert info.lineage == {"new_lineage": False, "shared": []}
+
+
+def test_a_declared_lineage_covers_later_releases_of_both_datasets(history: HistoryTarget,
+                                                                   tmp_path: Path) -> None:
+    with open_store(history) as store:
+        publish(store, WARD, ward("ward", WARD_1), tmp_path / "r1.csv")
+        publish(store, WARD, ward("ward-copy", WARD_1), tmp_path / "c1.csv", new_lineage=True)
+        # later releases of either: not refused for sharing records with the other
+        later = publish(store, WARD, ward("ward-copy", WARD_1), tmp_path / "c2.csv")
+        assert later.lineage["shared"][0]["separated_by"] == {"dataset": "ward-copy",
+                                                              "seq": 1}
+        back = publish(store, WARD, ward("ward", WARD_1), tmp_path / "r2.csv")
+        assert back.lineage == {"new_lineage": False, "shared": [
+            {"dataset": "ward-copy", "records": 10, "releases": [1, 2],
+             "unmatched_releases": [], "separated_by": {"dataset": "ward-copy", "seq": 1}}]}
+        # a third dataset of the same records is refused again: it was declared for no pair
+        with pytest.raises(LineageError, match=r"'ward'.*'ward-copy'|'ward-copy'.*'ward'"):
+            publish(store, WARD, ward("ward-third", WARD_1), tmp_path / "t1.csv")
+
+
+def test_history_wide_pseudonyms(tmp_path: Path) -> None:
+    """One per key value, the same in every dataset (7 and "7" alike), unlike the
+    per-dataset ones; kept per record."""
+    with HistoryStore.open(tmp_path / "h.db", create=True) as store:
+        keys = pd.Series(["P0", "7"])
+        assert store.history_pseudonyms(keys) == store.history_pseudonyms(
+            pd.Series(["P0", 7], dtype=object))
+        assert store.pseudonyms("a", keys) != store.pseudonyms("b", keys)
+        assert not set(store.history_pseudonyms(keys)) & set(store.pseudonyms("a", keys))
+        publish(store, WARD, ward("ward", WARD_1), tmp_path / "r1.csv")
+        with store.engine.connect() as conn:
+            rows = conn.execute(sa.select(records_table.c.person_hash)).all()
+        assert sorted(bytes(r[0]) for r in rows) == sorted(
+            store.history_pseudonyms(WARD["pid"]))
+
+
+def test_the_changed_columns_error_no_longer_advises_a_new_dataset(tmp_path: Path) -> None:
+    with HistoryStore.open(tmp_path / "h.db", create=True) as store:
+        publish(store, WARD, ward("ward", WARD_1), tmp_path / "r1.csv")
+        wider = WARD.assign(extra=1)
+        request = make_request(dataset="ward", method="given-classes", k=2, classes=WARD_1)
+        request = type(request)(**{**request.__dict__, "quasi_identifiers": [
+            "age", "zip", "sex", "extra"]})
+        with pytest.raises(HistoryError, match="must have the same columns") as caught:
+            publish(store, wider, request, tmp_path / "r2.csv")
+        assert "new dataset" not in str(caught.value)
+
+
+def test_migrated_records_cannot_be_matched_so_they_count_as_shared(tmp_path: Path) -> None:
+    """A version-1 history kept no history-wide pseudonyms: migrated records get NULL (no
+    key to recompute them from), and a new dataset is refused unless --new-lineage."""
+    folder = tmp_path / "v1"
+    folder.mkdir()
+    for name in ("history_v1.db", "history_v1.db.secret"):
+        shutil.copy2(V1_FIXTURE / name, folder / name)
+    (folder / "history_v1.db.secret").chmod(0o600)
+    with pytest.warns(UserWarning), HistoryStore.open(folder / "history_v1.db") as store:
+        with store.engine.connect() as conn:
+            persons = conn.execute(sa.select(records_table.c.person_hash)).all()
+        assert persons and all(r[0] is None for r in persons)
+        assert all(info.lineage is None for info in store.releases())
+        with pytest.raises(LineageError, match="migrated from an older history"):
+            publish(store, WARD, ward("fresh", WARD_1), tmp_path / "f1.csv")
+        info = publish(store, WARD, ward("fresh", WARD_1), tmp_path / "f1.csv",
+                       new_lineage=True)
+        assert {e["dataset"] for e in info.lineage["shared"]} == {"ward", "clinic"}
+    shown = CliRunner().invoke(release_cli, ["show", "ward", "1", "--history",
+                                             str(folder / "history_v1.db")])
+    assert "lineage: not checked" in shown.output, shown.output
+
+
+def test_the_cli_refuses_another_name_unless_new_lineage(tmp_path: Path) -> None:
+    data = tmp_path / "ward.csv"
+    WARD.to_csv(data, index=False)
+    db = str(tmp_path / "h.db")
+    base = ["publish", str(data), "--key", "pid", "--qi", "age,zip,sex", "--sensitive",
+            "disease", "--method", "mondrian", "-k", "2", "--history", db]
+    first = CliRunner().invoke(release_cli, [*base, "--dataset", "ward", "-o",
+                                             str(tmp_path / "r1.csv")])
+    assert first.exit_code == 0, first.output
+    refused = CliRunner().invoke(release_cli, [*base, "--dataset", "ward-copy", "-o",
+                                               str(tmp_path / "c1.csv")])
+    assert refused.exit_code == 3, refused.output
+    assert "--new-lineage" in refused.output and not (tmp_path / "c1.csv").exists()
+    done = CliRunner().invoke(release_cli, [*base, "--dataset", "ward-copy", "-o",
+                                            str(tmp_path / "c1.csv"), "--new-lineage"])
+    assert done.exit_code == 0, done.output
+    assert "lineage: shares 10 records with 'ward'" in done.output
