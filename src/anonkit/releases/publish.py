@@ -223,8 +223,7 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
     refuse_history_output(output, store)
 
     clock.lap("validate")
-    pseudonyms = store.pseudonyms(request.dataset, df[request.key])
-    persons = store.history_pseudonyms(df[request.key])
+    pseudonyms, persons = store.both_pseudonyms(request.dataset, df[request.key])
     clock.lap("pseudonyms")
     seq = previous.seq + 1 if previous is not None else 1
     context = PublishContext(store, request.dataset, seq, schema, pseudonyms, previous)

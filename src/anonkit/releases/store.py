@@ -70,6 +70,7 @@ from anonkit.errors import ConcurrentPublishError, HistoryError
 from anonkit.models.base import CrossReleaseRequirement
 from anonkit.releases.secret import (
     Secret,
+    canonical_keys,
     create_secret_file,
     resolve_secret,
     secret_path_beside,
@@ -863,6 +864,14 @@ class HistoryStore:
     def history_pseudonyms(self, keys: pd.Series) -> list[bytes]:
         """The history-wide pseudonyms of the record keys ``keys`` (any dataset)."""
         return self.secret.history_hasher().hash_keys(keys)
+
+    def both_pseudonyms(self, dataset: str, keys: pd.Series
+                        ) -> tuple[list[bytes], list[bytes]]:
+        """:meth:`pseudonyms` and :meth:`history_pseudonyms` of ``keys``, the keys made
+        canonical once for both (a sizeable share of the hashing of a big release)."""
+        texts = canonical_keys(keys)
+        return (self.secret.record_hasher(dataset).hash_texts(texts),
+                self.secret.history_hasher().hash_texts(texts))
 
     def shared_records(self, dataset: str, persons: Sequence[bytes]) -> list[SharedRecords]:
         """What the records of history-wide pseudonyms ``persons`` share with every other
