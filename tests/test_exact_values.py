@@ -162,7 +162,7 @@ def test_anonymize_refuses_to_round_a_declared_numeric_column(tmp_path: Path,
     code, output = run("anonymize", src, "-o", out, "--qi", "q,age", "--sensitive", "s",
                        "-k", "3", "--kind", f"{column}=numeric")
     assert code == 2, output
-    assert f"column {column!r} is numeric but row" in output
+    assert f"column {column!r} is numeric but line 2 of the file" in output
     assert "float64 cannot hold exactly" in output and f"--kind {column}=categorical" in output
     assert not out.exists()
 

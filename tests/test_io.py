@@ -151,7 +151,7 @@ def test_explicit_separator(tmp_path: Path) -> None:
     assert list(read_table(path, sep=";").columns) == ["a", "b,c"]
     tabbed = write_bytes(tmp_path / "t.csv", b"a\tb\n1\t2\n")
     assert list(read_table(tabbed, sep="tab").columns) == ["a", "b"]
-    for bad in [";;", "§", '"']:
+    for bad in ["§", '"']:  # (several ASCII characters are a separator: see test_dialects)
         with pytest.raises(InputError, match="one ASCII character"):
             read_table(path, sep=bad)
 

@@ -25,6 +25,7 @@ from anonkit.options import as_list
 JOB_KEYS = {
     "input", "output", "report", "method", "quasi_identifiers", "sensitive", "identifiers",
     "insensitive", "drop", "hierarchies", "kinds", "separator", "shuffle", "mkdir",
+    *("header", "names", "na_values", "skipinitialspace", "encoding", "orders"),
 }
 
 
@@ -124,6 +125,11 @@ def load_config(path: Path | None) -> dict[str, Any]:
                 raise InputError(f"config file {path}: {key} must be a file name (text), got "
                                  f"{config[key]!r}")
             config[key] = str(base / config[key])
+    if isinstance(config.get("names"), str) and (base / config["names"]).is_file():
+        config["names"] = str(base / config["names"])
+    if isinstance(config.get("orders"), dict):
+        config["orders"] = {c: str(base / v) if isinstance(v, str) else v
+                            for c, v in config["orders"].items()}
     if "hierarchies" in config:
         hierarchies = config["hierarchies"]
         if not isinstance(hierarchies, dict) or not all(isinstance(f, str)
@@ -181,6 +187,107 @@ def role_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     ]):
         fn = decorator(fn)
     return fn
+
+
+def reading_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """How to read the input file: --sep, --no-header, --names, --na-values,
+    --skipinitialspace, --encoding."""
+    for decorator in reversed([
+        click.option("--sep", "separator",
+                     help="CSV separator (default: sniffed); several characters allowed, e.g. "
+                          "', ' (a comma and the spaces after it)."),
+        click.option("--no-header", "no_header", is_flag=True, default=None,
+                     help="The file has no header line: name its columns with --names."),
+        click.option("--names", metavar="A,B,C|FILE",
+                     help="The columns' names, comma-separated or a file with one a line "
+                          "(with a header line, they replace its names)."),
+        click.option("--na-values", "na_values", multiple=True, metavar="TEXT",
+                     help="A cell that means 'missing' in every column, e.g. '?' "
+                          "(repeatable)."),
+        click.option("--skipinitialspace", is_flag=True, default=None,
+                     help="Drop the spaces after each separator, in every column."),
+        click.option("--encoding", metavar="NAME",
+                     help="The file's text encoding (default utf-8), e.g. latin-1."),
+    ]):
+        fn = decorator(fn)
+    return fn
+
+
+order_option = click.option(
+    "--order", "order_pairs", multiple=True, metavar="COLUMN=V1,V2,...|COLUMN=FILE",
+    help="An ordinal column's values from low to high, comma-separated or a file with one a "
+         "line (repeatable).")
+
+#: the parameters of :func:`reading_options` (and --order), as click passes them
+READING_PARAMETERS = ("separator", "no_header", "names", "na_values", "skipinitialspace",
+                      "encoding", "order_pairs")
+
+
+def reading_given(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The job's reading settings given on the command line (None where not given)."""
+    return {
+        "separator": values.get("separator"),
+        "header": False if values.get("no_header") else None,
+        "names": values.get("names"),
+        "na_values": list(values.get("na_values") or ()) or None,
+        "skipinitialspace": values.get("skipinitialspace"),
+        "encoding": values.get("encoding"),
+        "order_pairs": values.get("order_pairs") or (),
+    }
+
+
+def _values_list(value: object, what: str) -> list[str]:
+    """Values from a TOML list, a file with one a line, or comma-separated text."""
+    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        return [v.strip() for v in value]
+    if not isinstance(value, str):
+        raise InputError(f"{what} must be a list of texts, a file name or comma-separated "
+                         f"text, got {value!r}")
+    path = Path(value)
+    if value and path.is_file():
+        try:
+            text = path.read_text(encoding="utf-8-sig")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"cannot read {what} from {path}: {exc}") from None
+        lines = [line.strip() for line in text.splitlines()]
+        return [line for line in lines if line and not line.startswith("#")]
+    return [v.strip() for v in value.split(",")]
+
+
+def job_dialect(job: Mapping[str, Any]) -> Any:
+    """The :class:`anonkit.io.Dialect` of a job's input."""
+    from anonkit.io import Dialect
+
+    names = job.get("names")
+    return Dialect.of(
+        header=job.get("header", True) is not False,
+        names=None if names is None else _values_list(names, "names"),
+        na_values=job.get("na_values") or (),
+        skipinitialspace=bool(job.get("skipinitialspace")),
+        encoding=job.get("encoding"))
+
+
+def _orders(file_orders: object, pairs: Sequence[str]) -> dict[str, list[str]]:
+    """Ordinal columns' orders: a TOML table (column = list or file) and --order pairs."""
+    if file_orders is None:
+        file_orders = {}
+    if not isinstance(file_orders, Mapping):
+        raise InputError(f"orders must be a table of column = [values] (or a file name), got "
+                         f"{file_orders!r}")
+    orders = {str(c): _values_list(v, f"the order of {c!r}") for c, v in file_orders.items()}
+    for pair in pairs:
+        column, eq, values = pair.partition("=")
+        if not eq or not column.strip() or not values.strip():
+            raise InputError(f"--order {pair!r}: give COLUMN=V1,V2,... (low to high) or "
+                             f"COLUMN=FILE")
+        orders[column.strip()] = _values_list(values, f"the order of {column.strip()!r}")
+    for column, values in orders.items():
+        dups = sorted({v for v in values if values.count(v) > 1})
+        if dups or not values:
+            raise InputError(f"the order of {column!r} "
+                             f"{'lists ' + repr(dups[0]) + ' twice' if dups else 'is empty'}; "
+                             f"list each value once, low to high")
+    return orders
 
 
 def _click_option(option: Any) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -249,10 +356,16 @@ def job_from(config: Mapping[str, Any], given: Mapping[str, Any],
     file_job = {k: v for k, v in config.items() if k in JOB_KEYS}
     file_options = {k: v for k, v in config.items() if k not in JOB_KEYS}
     job = file_job | {key: value for key, value in given.items() if value is not None}
-    for key in ("method", "separator"):
+    for key in ("method", "separator", "encoding"):
         if key in job and not isinstance(job[key], str):
             raise InputError(f"{key} must be text, got {job[key]!r}")
-    for key in ("shuffle", "mkdir"):
+    if isinstance(job.get("na_values"), str):
+        job["na_values"] = [job["na_values"]]
+    if "na_values" in job and not (isinstance(job["na_values"], list)
+                                   and all(isinstance(v, str) for v in job["na_values"])):
+        raise InputError(f"na_values must be a text or a list of texts, got "
+                         f"{job['na_values']!r}")
+    for key in ("shuffle", "mkdir", "header", "skipinitialspace"):
         if key in job:
             job[key] = methods.boolean(key, job[key], "toml")
     method = methods.get(job.get("method") or "mondrian")
@@ -267,8 +380,10 @@ def job_from(config: Mapping[str, Any], given: Mapping[str, Any],
     kinds = file_job.get("kinds") or {}
     job["kinds"] = methods.column_values("kinds", kinds, "toml") | methods.column_values(
         "kind", list(given.get("kind_pairs") or ()), "cli")
+    job["orders"] = _orders(file_job.get("orders"), list(given.get("order_pairs") or ()))
     job.pop("hierarchy_pairs", None)
     job.pop("kind_pairs", None)
+    job.pop("order_pairs", None)
     return job
 
 
@@ -283,7 +398,8 @@ def job_from(config: Mapping[str, Any], given: Mapping[str, Any],
               help="Release the rows in a random order (from the operating system; --seed "
                    "for tests). By default they keep the input's order, which lets anyone "
                    "line up a person's rows across releases.")
-@click.option("--sep", "separator", help="CSV separator (default: sniffed).")
+@reading_options
+@order_option
 @click.option("--report", type=click.Path(path_type=Path), help="Write an HTML report here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
 @click.option("-v", "--verbose", is_flag=True, help="Print every metric, not only a summary.")
@@ -293,7 +409,7 @@ def anonymize(input_path: str | None, output: str | None, config_path: Path | No
               qi: str | None, sensitive: str | None, identifiers: str | None,
               hierarchies: tuple[str, ...], kinds: tuple[str, ...], insensitive: str | None,
               drop: str | None, method: str | None, shuffle: bool | None,
-              separator: str | None, report: Path | None, as_json: bool, verbose: bool,
+              report: Path | None, as_json: bool, verbose: bool,
               mkdir: bool, **method_values: Any) -> None:
     """Anonymize INPUT with a one-shot method (default: Mondrian) and write a verified
     release to OUTPUT."""
@@ -303,9 +419,11 @@ def anonymize(input_path: str | None, output: str | None, config_path: Path | No
             "input": input_path, "output": output, "quasi_identifiers": qi,
             "sensitive": sensitive, "identifiers": identifiers, "insensitive": insensitive,
             "drop": drop, "method": method, "shuffle": shuffle,
-            "separator": separator, "report": str(report) if report else None,
+            "report": str(report) if report else None,
             "hierarchy_pairs": hierarchies, "kind_pairs": kinds,
-        }
+        } | reading_given(method_values)
+        for key in READING_PARAMETERS:
+            method_values.pop(key, None)
         job = job_from(load_config(config_path), given | {"mkdir": mkdir or None},
                        given_method_options(method_values))
         outcome = run_anonymize(job)
@@ -389,8 +507,12 @@ def run_anonymize(job: dict[str, Any], progress: bool = True) -> dict[str, Any]:
             from anonkit.io import to_pandas
             from anonkit.table import Schema
 
-            table, named, verbatim = reading.result()
+            table, named, verbatim, first_line = reading.result()
             df = to_pandas(table.select(named), categorical_text=True)
+            if first_line is not None:  # errors then name the file's lines
+                import pandas as pd
+
+                df.index = pd.RangeIndex(first_line, first_line + len(df), name="line")
             unchanged = table.select([name for name in table.column_names
                                       if name not in named])
             hierarchies = {column: read_arx_hierarchy(path, name=column)
@@ -399,7 +521,8 @@ def run_anonymize(job: dict[str, Any], progress: bool = True) -> dict[str, Any]:
             read_seconds = time.perf_counter() - started
         schema = Schema.from_roles(df, qis, as_list(job.get("sensitive")) or None,
                                    as_list(job.get("identifiers")),
-                                   kinds=job.get("kinds") or None, hierarchies=hierarchies)
+                                   kinds=job.get("kinds") or None, hierarchies=hierarchies,
+                                   orders=job.get("orders") or None)
         result = method.anonymize(df, schema, options, progress=bar.step)
         result.timings = {"read": read_seconds, **result.timings}
         if job.get("shuffle"):
@@ -444,20 +567,22 @@ def run_anonymize(job: dict[str, Any], progress: bool = True) -> dict[str, Any]:
     }
 
 
-def _read_job_input(job: dict[str, Any], qis: list[str]) -> tuple[Any, list[str], bool]:
+def _read_job_input(job: dict[str, Any],
+                    qis: list[str]) -> tuple[Any, list[str], bool, int | None]:
     """The input as an Arrow table (dropped columns left out), the columns the algorithm
-    works on (in table order), and whether the insensitive ones are verbatim text. Imports
-    no pandas: it runs while pandas is.
+    works on (in table order), whether the insensitive ones are verbatim text, and the line
+    of the file its first row is on (CSV). Imports no pandas: it runs while pandas is.
 
     Every column needs a role (:func:`column_roles`). Insensitive columns are released
     unchanged: they stay in Arrow, never loaded into pandas, and when both files are CSV
     they are read as text and written back as it was (``007`` stays ``007``, ``1.50``
     stays ``1.50``), which is also the cheapest way.
     """
-    from anonkit.io import read_arrow, table_columns, table_format
+    from anonkit.io import first_data_line, read_arrow, table_columns, table_format
 
     sep = job.get("separator")
-    names = table_columns(job["input"], sep)
+    dialect = job_dialect(job)
+    names = table_columns(job["input"], sep, dialect=dialect)
     named = {*qis, *as_list(job.get("sensitive")), *as_list(job.get("identifiers")),
              *as_list(job.get("drop"))}
     insensitive = [name for name in names if name not in named] \
@@ -465,13 +590,13 @@ def _read_job_input(job: dict[str, Any], qis: list[str]) -> tuple[Any, list[str]
     verbatim = table_format(job["input"]) == "csv" and table_format(job["output"]) == "csv"
     table = read_arrow(job["input"], sep,
                        text_columns=[n for n in insensitive if n in names] if verbatim else (),
-                       dictionary_text=True)
+                       dictionary_text=True, dialect=dialect)
     roles = column_roles(names, job, qis)  # after reading: an unreadable file is told first
     dropped = [name for name in names if roles[name] == "drop"]
     if dropped:
         table = table.drop_columns(dropped)
     worked_on = [name for name in names if roles[name] not in ("insensitive", "drop")]
-    return table, worked_on, verbatim
+    return table, worked_on, verbatim, first_data_line(job["input"], dialect)
 
 
 def column_roles(names: Sequence[str], job: Mapping[str, Any],
@@ -489,8 +614,10 @@ def column_roles(names: Sequence[str], job: Mapping[str, Any],
                           ("drop", as_list(job.get("drop")))):
         for name in columns:
             if name not in names:
+                from anonkit.io import separator_hint
+
                 raise InputError(f"unknown column {name!r} given as {role}; the table has: "
-                                 f"{', '.join(names)}")
+                                 f"{', '.join(names)}{separator_hint(names)}")
             if name in roles and roles[name] != role:
                 raise InputError(f"column {name!r} is given two roles: {roles[name]} and "
                                  f"{role}; give it one")
@@ -499,6 +626,7 @@ def column_roles(names: Sequence[str], job: Mapping[str, Any],
     for columns, option, allowed in (
             (job.get("hierarchies") or {}, "hierarchy", ("quasi-identifier", "sensitive")),
             (job.get("kinds") or {}, "kind", ("quasi-identifier", "sensitive")),
+            (job.get("orders") or {}, "order", ("quasi-identifier", "sensitive")),
             (generalization, "generalization", ("quasi-identifier",))):
         for name in columns:
             if roles.get(name) not in allowed:
@@ -526,11 +654,11 @@ def column_roles(names: Sequence[str], job: Mapping[str, Any],
 @click.option("--kind", "kinds", multiple=True,
               help="column=KIND for a sensitive column: numeric, categorical, ordinal or date "
                    "(repeatable; default categorical).")
-@click.option("--sep", "separator", help="CSV separator (default: sniffed).")
+@reading_options
 @click.option("--report", type=click.Path(path_type=Path), help="Write an HTML report here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdicts as JSON.")
 def check(input_path: str, qi: str, sensitive: str | None, group_column: str | None,
-          kinds: tuple[str, ...], separator: str | None, report: Path | None, as_json: bool,
+          kinds: tuple[str, ...], report: Path | None, as_json: bool,
           **model_values: Any) -> None:
     """Check any released table (ours or another tool's) against privacy models.
 
@@ -544,10 +672,14 @@ def check(input_path: str, qi: str, sensitive: str | None, group_column: str | N
     def body() -> int:
         from anonkit import methods
         from anonkit.checker import check as run_check
-        from anonkit.io import read_table, table_columns
+        from anonkit.io import read_table, separator_hint, table_columns
         from anonkit.options import parse_pairs
         from anonkit.table import Kind
 
+        reading = {k: v for k, v in reading_given(model_values).items() if v is not None}
+        for name in READING_PARAMETERS:
+            model_values.pop(name, None)
+        separator, dialect = reading.get("separator"), job_dialect(reading)
         # model objects from the typed options, never text formatted and parsed again
         chosen = methods.models_from_options(parsed_model_options(model_values))
         if not chosen:
@@ -568,20 +700,22 @@ def check(input_path: str, qi: str, sensitive: str | None, group_column: str | N
                                  f"the command line cannot take; declare it numeric or "
                                  f"categorical, or call anonkit.checker.check with orders=")
         qis = as_list(qi)
-        names = table_columns(input_path, separator)
+        names = table_columns(input_path, separator, dialect=dialect)
         grouping = [group_column] if group_column else []
         for role, columns in (("quasi-identifier", qis), ("sensitive", sens),
                               ("group column", grouping)):
             for name in columns:
                 if name not in names:
                     raise InputError(f"unknown column {name!r} given as {role}; the table "
-                                     f"has: {', '.join(names)}")
+                                     f"has: {', '.join(names)}{separator_hint(names)}")
         # released cells are labels: read as written, never as numbers, so values a float
         # would merge (big integers, 02139 and 2139) stay apart; only the columns judged,
         # as text of many distinct values (an identifier) is costly to read
         df = read_table(input_path, sep=separator,
                         columns=list(dict.fromkeys(qis + sens + grouping)),
-                        categorical_text=True, as_text=True)
+                        categorical_text=True, as_text=True, header=dialect.header,
+                        names=dialect.names, na_values=dialect.na_values,
+                        skipinitialspace=dialect.skipinitialspace, encoding=dialect.encoding)
         outcome = run_check(df, qis, sens or None, chosen,
                             kinds={name: declared.get(name, Kind.CATEGORICAL) for name in sens},
                             group_column=group_column)

@@ -23,7 +23,15 @@ compares, where ``02139``, ``2139`` and ``2139.0`` are three labels.
 
 Missing values: an empty cell (or ``NA``, ``null``, ``NaN``, …) is missing in a numeric or
 date column; in a text column the cell is kept as the text (``""``, ``"NA"``), which
-:func:`anonkit.table.encode` treats as missing when blank.
+:func:`anonkit.table.encode` treats as missing when blank. ``na_values`` adds markers
+(``?``) that are missing in every column, text ones included.
+
+Dialects (each costs nothing when not asked for): a file without a header line
+(``header=False`` with ``names``), a separator of several characters (``', '`` is ``,``
+with the spaces after it skipped; others such as ``::`` are replaced on the fly, without
+quoting), ``skipinitialspace`` (spaces after a separator dropped in every column), an
+``encoding`` other than UTF-8, and compressed files (``.gz``, ``.bz2``, ``.zst``, ``.lz4``)
+read as they are.
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ import re
 import secrets
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -52,11 +61,15 @@ if TYPE_CHECKING:
 _T = TypeVar("_T")
 
 __all__ = [
+    "COMPRESSED_SUFFIXES",
     "CSV_SEPARATORS",
     "PARQUET_SUFFIXES",
+    "Dialect",
     "atomic_write",
     "check_output_path",
+    "first_data_line",
     "read_table",
+    "separator_hint",
     "sniff_separator",
     "table_format",
     "write_table",
@@ -71,6 +84,52 @@ _SAMPLE_BLOCK = 1 << 20  # bytes used to find the integer columns before the ful
 # ~100 chunks, each with its own dictionary to unify later, and refuses longer values
 _READ_BLOCK = 8 << 20
 _SEP_NAMES = {"tab": "\t", "\\t": "\t", "comma": ",", "semicolon": ";", "pipe": "|"}
+#: suffixes of compressed files, read through the codec (pyarrow's own detection)
+COMPRESSED_SUFFIXES = (".gz", ".bz2", ".zst", ".lz4")
+#: what stands for a separator of several characters while parsing (control character US)
+_PLACEHOLDER = "\x1f"
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """How a CSV file is written, where it differs from a plain UTF-8 CSV with a header.
+
+    ``header=False``: the first line is data; ``names`` then gives the columns (with a
+    header, ``names`` replaces the header's). ``na_values``: cells that are missing in
+    every column. ``skipinitialspace``: spaces after a separator are dropped in every
+    column. ``encoding``: the file's text encoding (``latin-1``, ``cp1252``, ...)."""
+
+    header: bool = True
+    names: tuple[str, ...] | None = None
+    na_values: tuple[str, ...] = ()
+    skipinitialspace: bool = False
+    encoding: str | None = None
+
+    @classmethod
+    def of(cls, header: bool = True, names: Sequence[str] | None = None,
+           na_values: Sequence[str] | str = (), skipinitialspace: bool = False,
+           encoding: str | None = None) -> Dialect:
+        if names is not None:
+            names = tuple([names] if isinstance(names, str) else names)
+            if not names:
+                raise InputError("names is empty; give one name per column")
+            _check_duplicates(Path("names"), [n.strip() for n in names])
+        elif not header:
+            raise InputError("a file without a header line needs its column names: pass "
+                             "--names a,b,c (or a file with one name a line)")
+        na = (na_values,) if isinstance(na_values, str) else tuple(na_values)
+        if encoding is not None:
+            try:
+                encoding = codecs.lookup(encoding).name
+            except LookupError:
+                raise InputError(f"unknown encoding {encoding!r}; use e.g. utf-8, latin-1 or "
+                                 f"cp1252") from None
+            if encoding in ("utf-8", "utf-8-sig"):
+                encoding = None
+        return cls(bool(header), names, na, bool(skipinitialspace), encoding)
+
+
+_PLAIN = Dialect()
 
 
 #: the suffixes an output file may have (anything else would silently be written as CSV)
@@ -113,6 +172,11 @@ def read_table(
     fmt: str | None = None,
     categorical_text: bool = False,
     as_text: bool = False,
+    header: bool = True,
+    names: Sequence[str] | None = None,
+    na_values: Sequence[str] | str = (),
+    skipinitialspace: bool = False,
+    encoding: str | None = None,
 ) -> pd.DataFrame:
     """Read a CSV or Parquet file into a numpy-backed DataFrame.
 
@@ -128,9 +192,15 @@ def read_table(
     command line reads this way; the default (object text) is what pandas users expect.
 
     ``as_text=True`` reads every column as text (see the module docstring).
+
+    CSV dialects: ``header``, ``names``, ``na_values``, ``skipinitialspace``,
+    ``encoding`` (see :class:`Dialect`); ``sep`` may have several characters (``', '``).
+    A compressed CSV (``.csv.gz``, ``.csv.bz2``, ``.csv.zst``) is read as it is.
     """
     table = read_arrow(path, sep, columns, text_columns=text_columns, fmt=fmt,
-                       dictionary_text=categorical_text, as_text=as_text)
+                       dictionary_text=categorical_text, as_text=as_text,
+                       dialect=Dialect.of(header, names, na_values, skipinitialspace,
+                                          encoding))
     return to_pandas(table, categorical_text)
 
 
@@ -143,6 +213,7 @@ def read_arrow(
     fmt: str | None = None,
     dictionary_text: bool = False,
     as_text: bool = False,
+    dialect: Dialect | None = None,
 ) -> pa.Table:
     """:func:`read_table` without the conversion to pandas: an Arrow table (imports no
     pandas, so a caller can read while pandas is still being imported).
@@ -150,7 +221,8 @@ def read_arrow(
     ``dictionary_text=True`` (CSV) dictionary-encodes text columns while parsing, which
     :func:`to_pandas` with ``categorical_text=True`` then takes as they are; the
     ``text_columns`` stay plain text. ``as_text=True`` reads every column as text (see the
-    module docstring); then with ``dictionary_text`` every CSV column is a dictionary."""
+    module docstring); then with ``dictionary_text`` every CSV column is a dictionary.
+    ``dialect`` (CSV): see :class:`Dialect`; None is a plain CSV with a header line."""
     path = Path(path)
     if not path.exists():
         raise InputError(f"input file not found: {path}; check the path")
@@ -163,7 +235,8 @@ def read_arrow(
         if as_text:
             table = _lossless_text(table)
     else:
-        table = _read_csv(path, sep, columns, list(text_columns), dictionary_text, as_text)
+        table = _read_csv(path, sep, columns, list(text_columns), dictionary_text, as_text,
+                          dialect or _PLAIN)
     if table.num_rows == 0:
         what = "has no rows" if table_format(path, fmt) == "parquet" else \
             "has a header but no data rows"
@@ -171,9 +244,10 @@ def read_arrow(
     return table
 
 
-def table_columns(path: str | Path, sep: str | None = None, fmt: str | None = None) -> list[str]:
+def table_columns(path: str | Path, sep: str | None = None, fmt: str | None = None,
+                  dialect: Dialect | None = None) -> list[str]:
     """The column names of a CSV or Parquet file (stripped, as :func:`read_table` gives
-    them), from its header or schema alone."""
+    them), from its header or schema alone (or the dialect's ``names``)."""
     path = Path(path)
     if not path.is_file():
         raise InputError(f"input file not found: {path}; check the path")
@@ -182,7 +256,7 @@ def table_columns(path: str | Path, sep: str | None = None, fmt: str | None = No
             return [name.strip() for name in pq.read_schema(path).names]
         except (pa.ArrowException, OSError) as exc:
             raise InputError(f"cannot read {path} as Parquet ({_first_line(exc)})") from None
-    return [name.strip() for name in _csv_header(path, sep)[1]]
+    return [name.strip() for name in _csv_layout(path, sep, dialect or _PLAIN).raw_names]
 
 
 def _read_parquet(path: Path, columns: list[str] | None) -> pa.Table:
@@ -203,8 +277,9 @@ def _read_parquet(path: Path, columns: list[str] | None) -> pa.Table:
 
 def _read_csv(path: Path, sep: str | None, columns: list[str] | None,
               text_columns: list[str], dictionary_text: bool = False,
-              as_text: bool = False) -> pa.Table:
-    sep, raw_names = _csv_header(path, sep)
+              as_text: bool = False, dialect: Dialect = _PLAIN) -> pa.Table:
+    layout = _csv_layout(path, sep, dialect)
+    raw_names = layout.raw_names
     # raw names (before stripping) are what pyarrow matches in include_columns/column_types
     header = [name.strip() for name in raw_names]
     _check_duplicates(path, header)
@@ -214,24 +289,30 @@ def _read_csv(path: Path, sep: str | None, columns: list[str] | None,
     unknown_text = [c for c in text_columns if c not in header]
     if unknown_text:
         raise InputError(f"text column {unknown_text[0]!r} is not in {path}; its columns "
-                         f"are: {', '.join(header)}")
+                         f"are: {', '.join(header)}{separator_hint(header)}")
     wanted = {raw_of[c] for c in (header if columns is None else columns)}
     forced = wanted if as_text else {raw_of[c] for c in text_columns} & wanted
     include = None if columns is None else [raw_of[c] for c in columns]
+    source = layout.source(path)
+    null_values = _null_values(dialect, layout.skip_spaces)
 
     def read_with(parse: pa_csv.ParseOptions, types: dict[str, pa.DataType],
                   names: list[str] | None = include) -> pa.Table:
-        convert = pa_csv.ConvertOptions(include_columns=names, column_types=types)
+        if null_values is None:  # the ordinary file: pyarrow's defaults
+            convert = pa_csv.ConvertOptions(include_columns=names, column_types=types)
+        else:
+            convert = pa_csv.ConvertOptions(include_columns=names, column_types=types,
+                                            null_values=null_values)
         return _growing_blocks(lambda block: pa_csv.read_csv(
-            path, read_options=pa_csv.ReadOptions(block_size=block), parse_options=parse,
+            source(), read_options=layout.read_options(block), parse_options=parse,
             convert_options=convert), _READ_BLOCK)
 
     def read(parse: pa_csv.ParseOptions) -> tuple[pa.Table, list[str]]:
         if as_text:  # nothing to infer
             text = pa.dictionary(pa.int32(), pa.string()) if dictionary_text else pa.string()
             return read_with(parse, dict.fromkeys(forced, text)), []
-        sample = [f for f in _sample_schema(path, parse) if f.name in wanted and
-                  f.name not in forced]
+        sample = [f for f in _sample_schema(source, parse, layout, null_values)
+                  if f.name in wanted and f.name not in forced]
         # integers may hide leading zeros: read as text, decided below
         int_columns = [f.name for f in sample if pa.types.is_integer(f.type)]
         types = {c: pa.string() for c in (*forced, *int_columns)}
@@ -240,7 +321,7 @@ def _read_csv(path: Path, sep: str | None, columns: list[str] | None,
                       if pa.types.is_string(f.type)}
         return read_with(parse, types), int_columns
 
-    parse = pa_csv.ParseOptions(delimiter=sep)
+    parse = pa_csv.ParseOptions(delimiter=layout.delimiter)
     try:
         try:
             table, int_columns = read(parse)
@@ -249,7 +330,7 @@ def _read_csv(path: Path, sep: str | None, columns: list[str] | None,
                 raise
             # A quoted value holding a line break splits rows unless the (slower) parser
             # mode that allows it is on; retry so such files read, ragged ones still fail.
-            parse = pa_csv.ParseOptions(delimiter=sep, newlines_in_values=True)
+            parse = pa_csv.ParseOptions(delimiter=layout.delimiter, newlines_in_values=True)
             table, int_columns = read(parse)
         # Past 2**53 float64 no longer holds every integer, and the parsed floats cannot
         # tell a rounded integer from an exact one: a floating column with numbers that
@@ -265,46 +346,210 @@ def _read_csv(path: Path, sep: str | None, columns: list[str] | None,
                     i = table.schema.get_field_index(name)
                     table = table.set_column(i, name, text)
     except UnicodeDecodeError:
-        raise _not_utf8(path) from None
+        raise _not_utf8(path, dialect.encoding) from None
     except pa.ArrowInvalid as exc:
-        raise _csv_error(path, sep, exc) from None
+        raise _csv_error(path, layout, dialect, exc) from None
     if any(pa.types.is_binary(t) or pa.types.is_large_binary(t) for t in table.schema.types):
-        raise _not_utf8(path)
+        raise _not_utf8(path, dialect.encoding)
     table = table.rename_columns([c.strip() for c in table.column_names])
+    if layout.skip_spaces or dialect.na_values:
+        table = _clean_text(table, layout.skip_spaces, dialect.na_values)
     for name in int_columns:
         i = table.schema.get_field_index(name.strip())
         table = table.set_column(i, name.strip(), _integers_unless_leading_zeros(table[i]))
     return table
 
 
-def _csv_header(path: Path, sep: str | None) -> tuple[str, list[str]]:
-    """The separator (given or sniffed) and the raw column names of a CSV file."""
+@dataclass(frozen=True)
+class _Layout:
+    """How pyarrow is to parse one CSV file (see :func:`_csv_layout`)."""
+
+    delimiter: str  # one character: what pyarrow splits on
+    separator: str  # the separator as the user knows it (for messages)
+    raw_names: list[str]
+    skip_spaces: bool  # drop the spaces after a separator, in every column
+    multi: str | None  # a separator of several characters, replaced by _PLACEHOLDER
+    dialect: Dialect
+
+    def read_options(self, block: int, use_threads: bool = True) -> pa_csv.ReadOptions:
+        dialect = self.dialect
+        if dialect.names is None and dialect.encoding is None:  # the ordinary file
+            return pa_csv.ReadOptions(block_size=block, use_threads=use_threads)
+        extra: dict[str, object] = {}
+        if dialect.names is not None:
+            extra["column_names"] = list(self.raw_names)
+            extra["skip_rows"] = 1 if dialect.header else 0
+        if dialect.encoding is not None:
+            extra["encoding"] = dialect.encoding
+        return pa_csv.ReadOptions(block_size=block, use_threads=use_threads, **extra)
+
+    def source(self, path: Path) -> Callable[[], object]:
+        """What pyarrow reads: the path (pyarrow decompresses by the suffix), or, for a
+        separator of several characters, the text with each one replaced."""
+        if self.multi is None:
+            return lambda: path
+        data = _raw_bytes(path)
+        encoding = self.dialect.encoding or "utf-8"
+        buffer = pa.py_buffer(data.replace(self.multi.encode(encoding),
+                                           _PLACEHOLDER.encode(encoding)))
+        return lambda: pa.BufferReader(buffer)
+
+
+def _null_values(dialect: Dialect, skip_spaces: bool) -> list[str] | None:
+    """The cells pyarrow reads as missing in numeric and date columns; None for its
+    defaults (text columns get ``na_values`` in :func:`_clean_text`)."""
+    if not dialect.na_values:
+        return None
+    na = list(dialect.na_values)
+    if skip_spaces:  # ' ?' after ', ': pyarrow sees the space (numbers it trims itself)
+        na += [f" {v}" for v in dialect.na_values]
+    return [*pa_csv.ConvertOptions().null_values, *na]
+
+
+def _clean_text(table: pa.Table, skip_spaces: bool, na_values: Sequence[str]) -> pa.Table:
+    """Text columns with the spaces after the separator dropped and the ``na_values``
+    made missing (only when asked for: the ordinary file never comes here)."""
+    value_set = pa.array(list(na_values), type=pa.string())
+    for i, field in enumerate(table.schema):
+        is_dictionary = pa.types.is_dictionary(field.type)
+        if not (is_dictionary or pa.types.is_string(field.type)
+                or pa.types.is_large_string(field.type)):
+            continue
+        column = table[i]
+        if is_dictionary:  # work on the labels, then encode again (two may become one)
+            column = pc.cast(column, field.type.value_type)
+        if skip_spaces:
+            column = pc.utf8_ltrim_whitespace(column)
+        if len(value_set):
+            column = pc.if_else(pc.is_in(column, value_set=value_set),
+                                pa.scalar(None, column.type), column)
+        if is_dictionary:
+            column = pc.dictionary_encode(column)
+            if column.type != field.type:
+                column = pc.cast(column, field.type)
+        table = table.set_column(i, field.name, column)
+    return table
+
+
+def _csv_layout(path: Path, sep: str | None, dialect: Dialect) -> _Layout:
+    """The separator (given or sniffed), the column names and how to parse a CSV file."""
+    if not dialect.header and dialect.names is None:
+        Dialect.of(header=False)  # (raises: the names are needed)
     header_line = _header_line(path)
     if header_line is None:
         raise InputError(f"{path} is empty; give a CSV file with a header line and rows")
     try:
-        header_text = header_line.decode("utf-8-sig")
+        header_text = header_line.decode(dialect.encoding or "utf-8-sig")
     except UnicodeDecodeError:
-        raise _not_utf8(path) from None
-    sep = _resolve_sep(sep, header_text)
-    return sep, next(csv.reader([header_text.rstrip("\r\n")], delimiter=sep), [])
+        raise _not_utf8(path, dialect.encoding) from None
+    multi, skip_spaces = None, dialect.skipinitialspace
+    separator = _SEP_NAMES.get(sep.lower(), sep) if isinstance(sep, str) else sep
+    if isinstance(separator, str) and len(separator) > 1:
+        if separator.strip(" \t") == separator[0] and separator[0] not in " \t":
+            separator, skip_spaces = separator[0], True  # ', ' is ',' and the spaces after
+        elif any(c in separator for c in "\r\n\""):
+            raise InputError(f"separator {separator!r} holds a quote or a line break; give "
+                             f"the characters between two fields")
+        else:
+            multi = separator
+    if multi is not None:
+        delimiter = _PLACEHOLDER
+        header_text = header_text.replace(multi, _PLACEHOLDER)
+    else:
+        delimiter = _resolve_sep(separator, header_text)
+    fields = next(csv.reader([header_text.rstrip("\r\n")], delimiter=delimiter,
+                             skipinitialspace=skip_spaces), [])
+    if dialect.names is not None:
+        names = [name.strip() for name in dialect.names]
+        if len(names) != len(fields):
+            first = "its header" if dialect.header else "its first line"
+            hint = separator_hint(fields) if len(fields) == 1 else ""
+            raise InputError(f"{len(names)} column names given (--names) but {first} in "
+                             f"{path} has {len(fields)} field(s) separated by "
+                             f"{multi or delimiter!r}; give one name per column, or the right "
+                             f"separator (--sep){hint}")
+        fields = names
+    return _Layout(delimiter, multi or separator or delimiter, fields, skip_spaces, multi,
+                   dialect)
+
+
+def _is_compressed(path: Path) -> bool:
+    return path.suffix.lower() in COMPRESSED_SUFFIXES
+
+
+def _raw_bytes(path: Path) -> bytes:
+    """The whole file, decompressed when its suffix says so."""
+    if not _is_compressed(path):
+        return path.read_bytes()
+    try:
+        with pa.input_stream(str(path), compression="detect") as stream:
+            return stream.read()
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(f"cannot decompress {path} ({_first_line(exc)}); check that the "
+                         f"file is complete") from None
+
+
+def first_data_line(path: str | Path, dialect: Dialect | None = None,
+                    fmt: str | None = None) -> int | None:
+    """The line number in the file (from 1) of a CSV file's first data row: what the
+    command line numbers rows by in its errors (exact unless a blank line or a quoted line
+    break comes between rows). None for Parquet."""
+    path = Path(path)
+    if table_format(path, fmt) == "parquet":
+        return None
+    found = _first_nonblank(path)
+    if found is None:
+        return None
+    return found[0] + (1 if (dialect or _PLAIN).header else 0)
 
 
 def _header_line(path: Path) -> bytes | None:
     """The first non-blank line (pyarrow skips blank lines too); None for a blank file."""
+    found = _first_nonblank(path)
+    return None if found is None else found[1]
+
+
+def _first_nonblank(path: Path) -> tuple[int, bytes] | None:
+    """The first non-blank line and its number (from 1); None for a blank file."""
+    if _is_compressed(path):
+        return _first_line_compressed(path)
     with open(path, "rb") as fh:
-        for line in fh:
+        for number, line in enumerate(fh, start=1):
             if line.lstrip(codecs.BOM_UTF8).strip():
-                return line
+                return number, line
     return None
 
 
-def _sample_schema(path: Path, parse: pa_csv.ParseOptions) -> pa.Schema:
+def _first_line_compressed(path: Path) -> tuple[int, bytes] | None:
+    """:func:`_first_nonblank` of a compressed file: decompresses only the blocks needed."""
+    pending, number = b"", 0
+    try:
+        with pa.input_stream(str(path), compression="detect") as stream:
+            while True:
+                block = stream.read(1 << 16)
+                pending += block
+                lines = pending.split(b"\n")
+                for line in lines[:-1] if block else lines:
+                    number += 1
+                    if line.lstrip(codecs.BOM_UTF8).strip():
+                        return number, line + b"\n"
+                if not block:
+                    return None
+                pending = lines[-1]
+    except (pa.ArrowException, OSError) as exc:
+        raise InputError(f"cannot decompress {path} ({_first_line(exc)}); check that the "
+                         f"file is complete") from None
+
+
+def _sample_schema(source: Callable[[], object], parse: pa_csv.ParseOptions,
+                   layout: _Layout, null_values: list[str] | None) -> pa.Schema:
     """The column types pyarrow infers from the first block of the file."""
+    convert = None if null_values is None else pa_csv.ConvertOptions(null_values=null_values)
 
     def sample(block: int) -> pa.Schema:
-        options = pa_csv.ReadOptions(block_size=block, use_threads=False)
-        with pa_csv.open_csv(path, read_options=options, parse_options=parse) as reader:
+        options = layout.read_options(block, use_threads=False)
+        with pa_csv.open_csv(source(), read_options=options, parse_options=parse,
+                             convert_options=convert) as reader:
             return reader.schema
 
     return _growing_blocks(sample, _SAMPLE_BLOCK)
@@ -431,45 +676,77 @@ def _check_requested(path: Path, columns: Sequence[str], names: Sequence[str]) -
     unknown = [c for c in columns if c not in names]
     if unknown:
         raise InputError(f"column {unknown[0]!r} is not in {path}; its columns are: "
-                         f"{', '.join(names)}")
+                         f"{', '.join(names)}{separator_hint(names)}")
 
 
-def _csv_error(path: Path, sep: str, exc: Exception) -> InputError:
+def separator_hint(names: Sequence[str]) -> str:
+    """A hint for a table read with the wrong separator: one column whose name holds
+    another separator (``age;sex;zip`` read with ``,``); empty otherwise."""
+    if len(names) != 1:
+        return ""
+    name = names[0]
+    found = [s for s in (", ", *CSV_SEPARATORS) if s in name]
+    if not found:
+        return ""
+    best = max(found, key=lambda s: (name.count(s), len(s)))
+    shown = "tab" if best == "\t" else best
+    return (f" (the file was read as one column named {name!r}: its separator looks like "
+            f"{best!r}; pass --sep {shown!r})")
+
+
+def _csv_error(path: Path, layout: _Layout, dialect: Dialect, exc: Exception) -> InputError:
     message = str(exc)
+    sep = layout.separator
     if "Empty CSV" in message:
         return InputError(f"{path} is empty; give a CSV file with a header line and rows")
     if "UTF8" in message or "UTF-8" in message:
-        return _not_utf8(path)
+        return _not_utf8(path, dialect.encoding)
     if "Expected" in message and "columns" in message:
-        found = _ragged_line(path, sep)
+        found = _ragged_line(path, layout)
         if found is not None:
             line, got, expected = found
+            first = "the header" if dialect.header else "the first line"
             return InputError(
-                f"{path} line {line} has {got} field(s) but the header has {expected}; fix "
-                f"that row (a stray {sep!r} or quote?) or give the right separator (--sep)")
+                f"{path} line {line} has {got} field(s) but {first} has {expected} (a line "
+                f"number of the file, counting from 1 at its first line); fix that row (a "
+                f"stray {sep!r} or quote?) or give the right separator (--sep)")
     return InputError(f"cannot read {path} as CSV ({_first_line(exc)}); check the "
                       f"separator (--sep) and quoting")
 
 
-def _ragged_line(path: Path, sep: str) -> tuple[int, int, int] | None:
-    """(line number, fields, expected) of the first row whose field count differs from
-    the header's. Error path only: a Python pass over the file is fine here."""
-    with open(path, encoding="utf-8-sig", errors="replace", newline="") as fh:
-        reader = csv.reader(fh, delimiter=sep)
-        expected = None
-        for row in reader:
-            if not row:  # blank lines are skipped by the reader too
-                continue
-            if expected is None:
-                expected = len(row)
-            elif len(row) != expected:
-                return reader.line_num, len(row), expected
+def _ragged_line(path: Path, layout: _Layout) -> tuple[int, int, int] | None:
+    """(line number in the file, fields, expected) of the first row whose field count
+    differs from the first row's. Error path only: a Python pass over the file is fine."""
+    import io
+
+    text = _raw_bytes(path).decode(layout.dialect.encoding or "utf-8-sig", errors="replace")
+    if layout.multi is not None:
+        text = text.replace(layout.multi, _PLACEHOLDER)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=layout.delimiter,
+                        skipinitialspace=layout.skip_spaces)
+    expected = None
+    for row in reader:
+        if not row:  # blank lines are skipped by the reader too
+            continue
+        if expected is None:
+            expected = len(row)
+        elif len(row) != expected:
+            return reader.line_num, len(row), expected
     return None
 
 
-def _not_utf8(path: Path) -> InputError:
-    """Locate the first byte that is not UTF-8 (error path: reads the whole file)."""
-    data = path.read_bytes()
+def _not_utf8(path: Path, encoding: str | None = None) -> InputError:
+    """Locate the first byte that is not UTF-8 (or not ``encoding``; error path: reads the
+    whole file)."""
+    data = _raw_bytes(path)
+    if encoding is not None:
+        try:
+            data.decode(encoding)
+        except UnicodeDecodeError as exc:
+            line = data.count(b"\n", 0, exc.start) + 1
+            return InputError(f"{path} is not {encoding} text: line {line}, byte {exc.start} "
+                              f"is 0x{data[exc.start]:02x}; give its encoding (--encoding)")
+        return InputError(f"{path} is not {encoding} text; give its encoding (--encoding)")
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -477,8 +754,8 @@ def _not_utf8(path: Path) -> InputError:
         column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
         return InputError(
             f"{path} is not UTF-8 text: line {line}, byte {exc.start} (column {column}) is "
-            f"0x{data[exc.start]:02x}; re-save the file as UTF-8 (e.g. iconv -f latin1 "
-            f"-t utf-8)")
+            f"0x{data[exc.start]:02x}; give its encoding (e.g. --encoding latin-1) or "
+            f"re-save the file as UTF-8")
     return InputError(f"{path} is not UTF-8 text; re-save it as UTF-8")
 
 

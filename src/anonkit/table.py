@@ -218,7 +218,7 @@ def infer_kind(series: pd.Series, name: str) -> Kind:
         position = int(np.argmax(~row_is_number))
         row = series.index[np.flatnonzero(codes >= 0)[position]]
         raise InputError(
-            f"column {name!r} mixes numbers and text: row {row} has "
+            f"column {name!r} mixes numbers and text: {_at(series.index, row)} has "
             f"{series[row]!r}; fix the value, or declare the column categorical "
             f"(kinds={{{name!r}: 'categorical'}} / [kinds] in the config)"
         )
@@ -572,17 +572,25 @@ def _seen_values(series: pd.Series, name: str, kind: Kind, allow_missing: bool) 
     any_missing = bool(blank.any()) or (len(raw_codes) > 0 and int(raw_codes.min()) < 0)
     if any_missing and not allow_missing:
         rows = series.index[_missing_rows(raw_codes, blank)][:5].tolist()
+        first = "first lines of the file" if series.index.name == "line" else "first rows"
         raise InputError(
             f"column {name!r} has {int(_missing_rows(raw_codes, blank).sum())} missing "
-            f"value(s) (first rows: {rows}); fill them, drop those rows, or pass "
+            f"value(s) ({first}: {rows}); fill them, drop those rows, or pass "
             f"--allow-missing to treat a missing value as a value of its own"
         )
     keep = ~blank
     positions = np.flatnonzero(keep)
     seen = _Seen(series, raw_codes, keep, text[keep], any_missing)
     distinct = _typed_values(seen.distinct, kind, name,
-                             lambda i: f"row {seen.first_row(positions[i])}")
+                             lambda i: _at(series.index, seen.first_row(positions[i])))
     return replace(seen, distinct=distinct)
+
+
+def _at(index: pd.Index, label: object) -> str:
+    """Where a row is, for a message: ``line 28 of the file`` when the table's index holds
+    its file's line numbers (an index named ``line``, as the command line reads a CSV),
+    else ``row 27`` (the DataFrame's index label)."""
+    return f"line {label} of the file" if index.name == "line" else f"row {label}"
 
 
 def _missing_rows(raw_codes: np.ndarray, blank: np.ndarray) -> np.ndarray:
@@ -614,7 +622,8 @@ def _transform_column(encoding: ColumnEncoding, series: pd.Series,
     if seen.any_missing and not encoding.missing:
         row = series.index[int(np.argmax(_missing_rows(seen.raw_codes, ~seen.keep)))]
         raise InputError(
-            f"column {name!r} is missing a value in row {row}, but its encoding has no "
+            f"column {name!r} is missing a value in {_at(series.index, row)}, but its "
+            f"encoding has no "
             f"missing value; refit the encoding on data with missing values in {name!r}, "
             f"or declare its domain with allow_missing")
     code_of_distinct = encoding.codes_of(seen.distinct)
@@ -623,7 +632,8 @@ def _transform_column(encoding: ColumnEncoding, series: pd.Series,
         i = int(np.argmax(outside))
         row = seen.first_row(int(np.flatnonzero(seen.keep)[i]))
         raise InputError(
-            f"column {name!r} row {row} has {_shown(seen.distinct[i])!r}, which is outside "
+            f"column {name!r} {_at(series.index, row)} has {_shown(seen.distinct[i])!r}, "
+            f"which is outside "
             f"its encoding's domain ({len(encoding.domain)} values); declare a domain that "
             f"includes it, or refit the encoding on data that has it")
     return _encoded(encoding, seen, code_of_distinct)

@@ -24,7 +24,15 @@ from typing import ParamSpec, TypeVar
 
 import click
 
-from anonkit.cli import given_method_options, method_options, role_options
+from anonkit.cli import (
+    READING_PARAMETERS,
+    given_method_options,
+    job_dialect,
+    method_options,
+    reading_given,
+    reading_options,
+    role_options,
+)
 from anonkit.errors import AnonkitError, InputError
 from anonkit.models.base import exact_number, format_parameters
 from anonkit.options import parse_pairs
@@ -140,6 +148,7 @@ def release() -> None:
               help="Column naming each record stably across releases (stored only as a "
                    "keyed hash; never released).")
 @role_options
+@reading_options
 @method_options
 @click.option("--option", "options", multiple=True, metavar="NAME=VALUE",
               help="A method option by its name, e.g. strategy=entropy (repeatable; "
@@ -175,6 +184,9 @@ def publish_cmd(input_path: Path, dataset: str, key: str, qi: str | None,
     refuse_history_output(output.absolute(), location=HistoryLocation.parse(history),
                           secret_file=secret_file)
     chosen = methods.get(method or "mondrian")
+    reading = {k: v for k, v in reading_given(method_values).items() if v is not None}
+    for name in READING_PARAMETERS:
+        method_values.pop(name, None)
     given = given_method_options(method_values)
     for name, value in parse_pairs(options, "option").items():
         name = name.replace("-", "_")
@@ -192,7 +204,10 @@ def publish_cmd(input_path: Path, dataset: str, key: str, qi: str | None,
                      for col, path in methods.column_values("hierarchy", list(hierarchies),
                                                             "cli").items()},
         kinds=methods.column_values("kind", list(kinds), "cli"))
-    df = read_table(input_path)
+    dialect = job_dialect(reading)
+    df = read_table(input_path, sep=reading.get("separator"), header=dialect.header,
+                    names=dialect.names, na_values=dialect.na_values,
+                    skipinitialspace=dialect.skipinitialspace, encoding=dialect.encoding)
     with _open(history, secret_file, create=True) as store:
         info = publish(store, df, request, output, allow_breach=allow_breach,
                        new_lineage=new_lineage)
