@@ -346,7 +346,8 @@ def test_release_publish_reads_the_same_dialects(tmp_path: Path,
     path = write(tmp_path / "people.data.gz", gzip.compress(rows))
     out = tmp_path / "release.csv"
     result = CliRunner().invoke(release, [
-        "publish", str(path), "--dataset", "people", "--key", "pid", "--qi", "age,sex",
+        "publish", "--insensitive", "*",
+str(path), "--dataset", "people", "--key", "pid", "--qi", "age,sex",
         "--no-header", "--names", "pid,age,sex,note", "--sep", ", ", "--na-values", "?",
         "-k", "5", "-o", str(out), "--history", str(tmp_path / "h.db"),
         "--secret-file", str(tmp_path / "h.secret")])

@@ -37,7 +37,8 @@ def run(target: HistoryTarget | None, *args: str, env: dict[str, str] | None = N
 
 
 def publish_args(path: Path, out: Path, *extra: str) -> list[str]:
-    return ["publish", str(path), "--dataset", "census", "--key", "pid", "--method",
+    return ["publish", "--insensitive", "*",
+            str(path), "--dataset", "census", "--key", "pid", "--method",
             "sorted-chunks", "--qi", "age,zip,sex", "--sensitive", "disease", "-k", "5",
             "-o", str(out), *extra]
 

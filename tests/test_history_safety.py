@@ -56,7 +56,8 @@ def cli(*args: str) -> Result:
 
 
 def publish_args(data: Path, out: Path, history: Path, *extra: str) -> list[str]:
-    return ["publish", str(data), "--dataset", "census", "--key", "pid", "--method",
+    return ["publish", "--insensitive", "*",
+            str(data), "--dataset", "census", "--key", "pid", "--method",
             "sorted-chunks", "--qi", "age,zip,sex", "--sensitive", "disease", "-k", "5",
             "-o", str(out), "--history", str(history), "--allow-breach", *extra]
 

@@ -179,7 +179,8 @@ def test_the_cli_refuses_another_name_unless_new_lineage(tmp_path: Path) -> None
     data = tmp_path / "ward.csv"
     WARD.to_csv(data, index=False)
     db = str(tmp_path / "h.db")
-    base = ["publish", str(data), "--key", "pid", "--qi", "age,zip,sex", "--sensitive",
+    base = ["publish", "--insensitive", "*",
+            str(data), "--key", "pid", "--qi", "age,zip,sex", "--sensitive",
             "disease", "--method", "mondrian", "-k", "2", "--history", db]
     first = CliRunner().invoke(release_cli, [*base, "--dataset", "ward", "-o",
                                              str(tmp_path / "r1.csv")])

@@ -147,3 +147,16 @@ def test_the_report_names_what_made_the_release(table: Path, tmp_path: Path) -> 
     page = report.read_text()
     assert f"anonkit <span class=\"mono\">{__version__}</span>" in page
     assert str(table) in page and str(out) in page and "command" in page
+
+
+def test_release_publish_needs_a_role_for_every_column_too(table: Path,
+                                                           tmp_path: Path) -> None:
+    out, history = tmp_path / "r.csv", tmp_path / "h.db"
+    publish = ["release", "publish", table, "--dataset", "ward", "--key", "pid", "--qi",
+               "age,zip", "--sensitive", "disease", "-k", "5", "-o", out, "--history", history]
+    code, output = run(*publish)
+    assert code == 2 and "column(s) with no role: sex, income, note" in output, output
+    assert not out.exists()
+    code, output = run(*publish, "--insensitive", "sex", "--drop", "income,note")
+    assert code == 0, output
+    assert list(pd.read_csv(out).columns) == ["age", "zip", "sex", "disease"]

@@ -26,6 +26,7 @@ import click
 
 from anonkit.cli import (
     READING_PARAMETERS,
+    column_roles,
     given_method_options,
     job_dialect,
     method_options,
@@ -170,8 +171,10 @@ def publish_cmd(input_path: Path, dataset: str, key: str, qi: str | None,
                 sensitive: str | None, identifiers: str | None, hierarchies: tuple[str, ...],
                 kinds: tuple[str, ...], method: str | None, options: tuple[str, ...],
                 output: Path, allow_breach: bool, new_lineage: bool, history: str,
-                secret_file: Path | None, **method_values: object) -> None:
-    """Anonymize INPUT and publish it as the next release of --dataset."""
+                secret_file: Path | None, insensitive: str | None = None,
+                drop: str | None = None, **method_values: object) -> None:
+    """Anonymize INPUT and publish it as the next release of --dataset. Every column needs
+    a role (--qi, --sensitive, --id, --insensitive, --drop; the key is never released)."""
     from anonkit import methods
     from anonkit.hierarchy import read_arx_hierarchy
     from anonkit.io import check_output_path, read_table
@@ -208,6 +211,16 @@ def publish_cmd(input_path: Path, dataset: str, key: str, qi: str | None,
     df = read_table(input_path, sep=reading.get("separator"), header=dialect.header,
                     names=dialect.names, na_values=dialect.na_values,
                     skipinitialspace=dialect.skipinitialspace, encoding=dialect.encoding)
+    # every column needs a role, as for anonymize: one nobody named would go out raw
+    roles = column_roles([str(c) for c in df.columns], {
+        "sensitive": as_list(sensitive),
+        "identifiers": [*as_list(identifiers), *([key] if key in df.columns else [])],
+        "insensitive": "*" if (insensitive or "").strip() == "*" else as_list(insensitive),
+        "drop": as_list(drop), "hierarchies": request.hierarchies, "kinds": request.kinds,
+        "options": typed}, as_list(qi))
+    dropped = [name for name, role in roles.items() if role == "drop"]
+    if dropped:
+        df = df.drop(columns=dropped)
     with _open(history, secret_file, create=True) as store:
         info = publish(store, df, request, output, allow_breach=allow_breach,
                        new_lineage=new_lineage)
