@@ -234,7 +234,8 @@ E = Option("e", ("-e",), real_number(0.0),
 GROUP_COLUMN = Option("group_column", ("--group-column",), text,
                       "The column naming each row's group in a permuted release (default: "
                       "group).", metavar="NAME")
-HISTORY_CHECK = Option("history", ("--history-check",), choice("pruned", "naive", "ignore"),
+HISTORY_CHECK = Option("history_check", ("--history-check",),
+                       choice("pruned", "naive", "ignore"),
                        "How a sequential (k,e) release honours the earlier ones: pruned "
                        "(default: the previous release only, by Theorem 1), naive (every "
                        "earlier release; same result, slower), ignore (re-partition as if "

@@ -25,8 +25,13 @@ refused naming it (:class:`BlockedRecords`). Deletions expose those who left as 
 former group-mates are released again, so subtracting those values from the old group's
 leaves the leavers' values, whatever the partition; each leaver's knowledge restricted to
 them must still meet (k,e), or the release is refused naming the group and its remaining
-members (:func:`_departed_blockers`). :func:`naive_incremental_partition` reaches the
-same constraints by consulting every earlier release instead; the tests check both agree.
+members (:func:`_departed_blockers`). That narrowed set is the leaver's knowledge from then
+on (carried in the method state), so a leaver who comes back later is checked against it,
+not against its old group's values. :func:`naive_incremental_partition` reaches the same
+constraints by consulting every earlier release instead (the subtraction included, for
+each release a record left); the tests check both agree. A refusal names groups by their
+published group ids (the state records each record's), not by the history's class
+numbers, which follow the shuffled row order.
 """
 
 from __future__ import annotations
@@ -245,11 +250,16 @@ class Knowledge:
     set_of: np.ndarray  # (n_records,) int64
     ptr: np.ndarray  # (n_sets + 1,) int64
     values: np.ndarray  # float64
+    #: (n_records,) int64: per record, its group id in the release that carried this
+    #: knowledge forward (the value of its group column), -1 when not in it; None when
+    #: not recorded
+    group: np.ndarray | None = None
 
     def to_bytes(self) -> bytes:
         sink = io.BytesIO()
+        extra = {} if self.group is None else {"group": self.group}
         np.savez_compressed(sink, keys=self.keys, set_of=self.set_of, ptr=self.ptr,
-                            values=self.values, version=np.array([1]))
+                            values=self.values, version=np.array([1]), **extra)
         return sink.getvalue()
 
     @classmethod
@@ -258,7 +268,7 @@ class Knowledge:
             if int(data["version"][0]) != 1:
                 raise InputError("the previous (k,e) release's state has an unknown version")
             return cls(data["keys"].astype(KEY_DTYPE), data["set_of"], data["ptr"],
-                       data["values"])
+                       data["values"], data["group"] if "group" in data.files else None)
 
     def lookup(self, keys: np.ndarray) -> np.ndarray:
         """Per key, its set, or -1 for a record never released."""
@@ -302,7 +312,8 @@ def first_knowledge(part: KEPartition, keys: np.ndarray) -> Knowledge:
     """The knowledge after a first release: each record's group's values."""
     ptr, values = group_value_sets(part)
     order = np.argsort(keys, kind="stable")
-    return Knowledge(keys[order], part.group_ids()[order], ptr, values)
+    groups = part.group_ids()
+    return Knowledge(keys[order], groups[order], ptr, values, groups[order])
 
 
 # -- incremental releases -----------------------------------------------------------------
@@ -403,33 +414,44 @@ def _returning_blockers(set_ids: np.ndarray, ptr: np.ndarray, values: np.ndarray
 def _departed_blockers(previous: EarlierRelease, values: np.ndarray, keys: np.ndarray,
                        departed_keys: np.ndarray, departed_groups: np.ndarray,
                        departed_sets: list[np.ndarray | None], k: int, e: float,
-                       places: int | None) -> list[Blocker]:
+                       places: int | None) -> tuple[list[Blocker], list[np.ndarray]]:
     """The subtraction across releases. Records of a previous group that are still in the
     table are released again, values and all: an adversary subtracts their values from the
     group's and is left with the values of the members who left. Each of those must still
     hold (k,e) within what it knew of them before (``departed_sets``: per record that left,
-    its knowledge). The survivors' values are taken as known (as they are whenever values
-    are distinct), so the check never under-states the adversary; it does not depend on the
-    new partition, which can only tell an adversary more about the survivors.
+    its knowledge). Every value still in the table is taken as a survivor's (as it is
+    whenever values are distinct), so the check never under-states the adversary; it does
+    not depend on the new partition, which can only tell an adversary more about the
+    survivors. Returns the blockers and, per record that left, what it is narrowed to: its
+    knowledge from now on, should it come back.
     """
     out: list[Blocker] = []
+    narrowed: list[np.ndarray] = []
     if not len(departed_keys):
-        return out
+        return out, narrowed
+    present = np.unique(values)
     rows = np.flatnonzero(previous.group_of_row >= 0)
     survivor_group = previous.group_of_row[rows]
     for key, group, known in zip(departed_keys.tolist(), departed_groups.tolist(),
                                  departed_sets, strict=True):
         members = rows[survivor_group == group]
-        group_values = previous.values[previous.ptr[group]:previous.ptr[group + 1]]
-        left = np.setdiff1d(group_values, values[members], assume_unique=False)
+        left = _subtracted(previous, group, present)
         if known is not None:
             left = np.intersect1d(left, known, assume_unique=True)
+        narrowed.append(left)
         distinct = len(left)
         width = float(spread(left[-1], left[0], places)) if distinct else 0.0
         if distinct < k or width < e:
             out.append(Blocker(-1, int(group), distinct, width, bytes(key),
                                tuple(int(m) for m in members)))
-    return out
+    return out, narrowed
+
+
+def _subtracted(previous: EarlierRelease, group: int, present: np.ndarray) -> np.ndarray:
+    """The values of ``previous``'s group ``group`` that no record of the table holds
+    (``present``: the table's distinct values): what its members who left are narrowed to."""
+    group_values = previous.values[previous.ptr[group]:previous.ptr[group + 1]]
+    return group_values[~np.isin(group_values, present)]
 
 
 def _raise_blocked(blockers: list[Blocker]) -> None:
@@ -460,12 +482,12 @@ def incremental_partition(values: np.ndarray, keys: np.ndarray, previous: Earlie
     blockers = _returning_blockers(old_set, ptr, kvalues, k, e, places, previous.group_of_row)
     gone_keys, gone_groups = previous.departed(keys)
     gone_sets = knowledge.lookup(gone_keys)
-    blockers += _departed_blockers(
+    gone_blockers, narrowed = _departed_blockers(
         previous, values, keys, gone_keys, gone_groups,
         [knowledge.values[knowledge.ptr[t]:knowledge.ptr[t + 1]] if t >= 0 else None
          for t in gone_sets.tolist()],
         k, e, places)
-    _raise_blocked(blockers)
+    _raise_blocked(blockers + gone_blockers)
     # a returning record absent from the previous release: its own knowledge is its span
     returning = (old_set >= 0) & (previous.group_of_row < 0)
     if returning.any():
@@ -478,14 +500,19 @@ def incremental_partition(values: np.ndarray, keys: np.ndarray, previous: Earlie
     checks = consulted + int((old_set >= 0).sum()) + len(gone_keys)
     part = KEPartition(part.order, part.sorted_values, part.starts, part.cost, part.checks,
                        checks)
-    return part, next_knowledge(part, keys, knowledge, old_set, ptr, kvalues)
+    return part, next_knowledge(part, keys, knowledge, old_set, ptr, kvalues,
+                                (gone_keys, narrowed))
 
 
 def next_knowledge(part: KEPartition, keys: np.ndarray, knowledge: Knowledge,
-                   old_set: np.ndarray, ptr: np.ndarray, kvalues: np.ndarray) -> Knowledge:
+                   old_set: np.ndarray, ptr: np.ndarray, kvalues: np.ndarray,
+                   departed: tuple[np.ndarray, list[np.ndarray]] | None = None
+                   ) -> Knowledge:
     """Knowledge after publishing ``part``: a returning record keeps what it had (restricted
     to the values still present: covering puts all of those into its group); a new record
-    gets its group's values; records not in this release keep theirs."""
+    gets its group's values; records not in this release keep theirs, except those who
+    left the previous release (``departed``: their pseudonyms and what the subtraction
+    narrowed each to), who keep the narrowed set."""
     gptr, gvalues = group_value_sets(part)
     n_old = len(knowledge.ptr) - 1
     n_filtered = len(ptr) - 1
@@ -501,10 +528,24 @@ def next_knowledge(part: KEPartition, keys: np.ndarray, knowledge: Knowledge,
         present[pos_c[knowledge.keys[pos_c] == keys]] = True
     absent_keys = knowledge.keys[~present]
     absent_sets = knowledge.set_of[~present]
+    if departed is not None and len(departed[0]):
+        gone_keys, narrowed = departed
+        first = len(all_ptr) - 1
+        sizes = np.array([len(x) for x in narrowed], dtype=np.int64)
+        all_ptr = np.concatenate([all_ptr, all_ptr[-1] + np.cumsum(sizes)])
+        all_values = np.concatenate([all_values, *narrowed])
+        # the departed replace whatever they carried (or join, if they carried nothing)
+        keep = ~np.isin(absent_keys, gone_keys)
+        absent_keys = np.concatenate([absent_keys[keep], gone_keys.astype(KEY_DTYPE)])
+        absent_sets = np.concatenate([absent_sets[keep],
+                                      first + np.arange(len(gone_keys), dtype=np.int64)])
     all_keys = np.concatenate([absent_keys, keys.astype(KEY_DTYPE)])
     all_sets = np.concatenate([absent_sets, now])
+    all_groups = np.concatenate([np.full(len(absent_keys), -1, dtype=np.int64),
+                                 part.group_ids()])
     order = np.argsort(all_keys, kind="stable")
-    return _compact(Knowledge(all_keys[order], all_sets[order], all_ptr, all_values))
+    return _compact(Knowledge(all_keys[order], all_sets[order], all_ptr, all_values,
+                              all_groups[order]))
 
 
 def _compact(knowledge: Knowledge) -> Knowledge:
@@ -514,7 +555,7 @@ def _compact(knowledge: Knowledge) -> Knowledge:
     ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     take = np.arange(int(ptr[-1])) + np.repeat(knowledge.ptr[used] - ptr[:-1], sizes)
     return Knowledge(knowledge.keys, set_of.reshape(-1).astype(np.int64), ptr,
-                     knowledge.values[take])
+                     knowledge.values[take], knowledge.group)
 
 
 def knowledge_from_releases(keys: np.ndarray, earlier: Sequence[EarlierRelease],
@@ -534,19 +575,34 @@ def knowledge_from_releases(keys: np.ndarray, earlier: Sequence[EarlierRelease],
     weight = np.bincount(inverse.reshape(-1), minlength=len(tuples))
     checks = int(((tuples >= 0).sum(axis=1) * weight).sum())
     for row in tuples:
-        current = present_values
-        for t, g in enumerate(row):
-            if g >= 0:
-                r = earlier[t]
-                current = np.intersect1d(current, r.values[r.ptr[g]:r.ptr[g + 1]],
-                                         assume_unique=True)
-        sets.append(current)
+        current = _known_from_releases(earlier, row.tolist(), present_values)
+        sets.append(present_values if current is None else current)
     set_of = np.full(len(keys), -1, dtype=np.int64)
     set_of[seen] = inverse.reshape(-1)
     sizes = np.array([len(s) for s in sets], dtype=np.int64)
     ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     values = np.concatenate(sets) if sets else np.zeros(0)
     return set_of, ptr, values, checks
+
+
+def _known_from_releases(earlier: Sequence[EarlierRelease], groups: Sequence[int],
+                         start: np.ndarray | None) -> np.ndarray | None:
+    """One record's knowledge from the releases themselves (``groups``: its group in each,
+    -1 when absent), intersected with ``start`` (None: no restriction; None back when the
+    record was in none): its groups' values, and for each release it left, what the
+    subtraction left of the group it left (that group's values no record of the release
+    that followed holds; see :func:`_departed_blockers`)."""
+    known = start
+    for t, g in enumerate(groups):
+        if g >= 0:
+            r = earlier[t]
+            here = r.values[r.ptr[g]:r.ptr[g + 1]]
+        elif t > 0 and groups[t - 1] >= 0:
+            here = _subtracted(earlier[t - 1], groups[t - 1], np.unique(earlier[t].values))
+        else:
+            continue
+        known = here if known is None else np.intersect1d(known, here, assume_unique=True)
+    return known
 
 
 def naive_incremental_partition(values: np.ndarray, keys: np.ndarray,
@@ -570,18 +626,13 @@ def naive_incremental_partition(values: np.ndarray, keys: np.ndarray,
     if earlier:
         gone_keys, gone_groups = earlier[-1].departed(keys)
         gone_sets: list[np.ndarray | None] = []
-        for key in gone_keys:  # each one's intersection over every release it was in
-            known: np.ndarray | None = None
-            for release in earlier:
-                g = int(release.groups_of(np.array([key], dtype=KEY_DTYPE))[0])
-                if g >= 0:
-                    group_values = release.values[release.ptr[g]:release.ptr[g + 1]]
-                    known = group_values if known is None else \
-                        np.intersect1d(known, group_values, assume_unique=True)
-            gone_sets.append(known)
+        for key in gone_keys:  # each one's knowledge, from every earlier release
+            one = np.array([key], dtype=KEY_DTYPE)
+            gone_sets.append(_known_from_releases(
+                earlier, [int(r.groups_of(one)[0]) for r in earlier], None))
             checks += len(earlier)  # each earlier release consulted for it
         blockers += _departed_blockers(earlier[-1], values, keys, gone_keys, gone_groups,
-                                       gone_sets, k, e, places)
+                                       gone_sets, k, e, places)[0]
     _raise_blocked(blockers)
     fresh = earlier[-1].group_of_row[order] < 0 if earlier else None
     part = _solve(order, v, k, e, places, allowed, fresh, ints=ints)
@@ -718,7 +769,7 @@ def _one_shot(df: pd.DataFrame, schema: Schema,
 
 def _parameters(options: dict[str, Any]) -> dict[str, object]:
     # never the seed: a recorded seed would let a reader replay the permutation
-    return {n: options[n] for n in ("k", "e", "group_column", "history")
+    return {n: options[n] for n in ("k", "e", "group_column", "history_check")
             if options.get(n) is not None}
 
 
@@ -749,7 +800,7 @@ def publish(df: pd.DataFrame, request: Any, context: PublishContext) -> Release:
     from anonkit.releases.attacks import CrossReleaseBreachError
 
     options = dict(request.options)
-    strategy = options.get("history") or "pruned"
+    strategy = options.get("history_check") or "pruned"
     if context.previous is None or strategy == "ignore":
         # the first release, or a deliberate re-partition that ignores the history (the
         # publishing gate then judges it like any one-shot release)
@@ -801,19 +852,49 @@ def _knowledge_after(part: KEPartition, keys: np.ndarray,
     """The knowledge after ``part`` computed from every release (the naive path)."""
     present = np.unique(part.sorted_values)
     set_of, ptr, values, _ = knowledge_from_releases(keys, earlier, present)
-    empty = Knowledge(np.zeros(0, dtype=KEY_DTYPE), np.zeros(0, np.int64),
-                      np.zeros(1, np.int64), np.zeros(0))
-    return next_knowledge(part, keys, empty, set_of, ptr, values)
+    # the records of earlier releases absent from this one keep theirs (narrowed by the
+    # subtraction for each release they left, this one included)
+    ever = [r.record_keys for r in earlier if r.record_keys is not None]
+    absent = np.setdiff1d(np.concatenate(ever), keys) if ever else \
+        np.zeros(0, dtype=KEY_DTYPE)
+    absent = absent.astype(KEY_DTYPE)
+    gptr, gvalues = group_value_sets(part)
+    releases = [EarlierRelease(r.groups_of(absent), r.ptr, r.values) for r in earlier]
+    releases.append(EarlierRelease(np.full(len(absent), -1, dtype=np.int64), gptr, gvalues))
+    universe = np.unique(np.concatenate([r.values for r in releases]))
+    a_set, a_ptr, a_values, _ = knowledge_from_releases(absent, releases, universe)
+    carried = Knowledge(absent, a_set, a_ptr, a_values)
+    return next_knowledge(part, keys, carried, set_of, ptr, values)
+
+
+def _published_group_ids(context: PublishContext, view: ReleaseView) -> np.ndarray | None:
+    """Per class of the previous release (as the history numbers them), its group id in
+    the published file: the history numbers classes in the order of the released rows,
+    which are shuffled, so the two differ. Taken from the group ids the previous release
+    carried forward in its method state (None when it carries none)."""
+    assert context.previous is not None
+    state = context.store.method_state(context.previous)
+    if state is None or context.previous.method != "ke":
+        return None
+    carried = Knowledge.from_bytes(state)
+    if carried.group is None or not len(carried.keys):
+        return None
+    keys = np.asarray(view.record_keys.tolist(), dtype=KEY_DTYPE)
+    pos = np.minimum(np.searchsorted(carried.keys, keys), len(carried.keys) - 1)
+    hit = carried.keys[pos] == keys
+    out = np.full(view.n_classes, -1, dtype=np.int64)
+    out[view.record_classes[hit]] = carried.group[pos[hit]]
+    return out
 
 
 def _blocked_message(blocked: BlockedRecords, df: pd.DataFrame, request: Any,
                      context: PublishContext, view: ReleaseView) -> str:
-    labels = view.labels
+    published = _published_group_ids(context, view)
 
     def group_name(group: int) -> str:
-        if group >= 0 and view.info.group_column and view.info.group_column in labels:
-            return str(labels[view.info.group_column].iloc[group])
-        return str(group)
+        if published is not None and 0 <= group < len(published) and published[group] >= 0:
+            return str(int(published[group]))
+        return f"#{group} (as the history numbers it)"
 
     def name(row: int) -> str:
         return f"{request.key}={df[request.key].iloc[row]!r}"
