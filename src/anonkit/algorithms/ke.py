@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from anonkit.errors import InputError
-from anonkit.models.base import exact_number
+from anonkit.models.base import decimal_places, exact_number
 
 from . import _ke_c  # type: ignore[attr-defined]
 
@@ -641,20 +641,6 @@ def naive_incremental_partition(values: np.ndarray, keys: np.ndarray,
 
 
 # -- the permuted release -----------------------------------------------------------------
-
-
-def decimal_places(values: np.ndarray) -> int | None:
-    """The fewest decimal places (<= 9) that write every value exactly, as the model finds
-    them (so that ranges here are compared as the verifier compares them)."""
-    mags = np.unique(values[np.isfinite(values)])
-    for places in range(10):
-        scale = 10.0 ** places
-        scaled = mags * scale
-        if len(mags) and np.abs(scaled).max() >= 2.0 ** 50:
-            return None
-        if (np.rint(scaled) / scale == mags).all():
-            return places
-    return None
 
 
 def sensitive_values(df: pd.DataFrame, schema: Schema) -> tuple[str, np.ndarray]:

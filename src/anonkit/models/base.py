@@ -83,16 +83,7 @@ class SensitiveAttribute:
         """The fewest decimal places (at most 9) in which every magnitude is written
         exactly, i.e. is the float nearest such a decimal; None when none do, or when the
         magnitudes are too large to scale to exact integers."""
-        mags = self.magnitudes[np.isfinite(self.magnitudes)]
-        for places in range(10):
-            scale = 10.0 ** places
-            scaled = mags * scale
-            # below 2**50 a scaled value is within 0.5 of its integer, so rint finds it
-            if len(mags) and np.abs(scaled).max() >= 2.0 ** 50:
-                return None
-            if (np.rint(scaled) / scale == mags).all():
-                return places
-        return None
+        return decimal_places(self.magnitudes)
 
     def value_range(self, high: np.ndarray, low: np.ndarray) -> np.ndarray:
         """``high - low`` for magnitudes ``high`` and ``low``, as the decimal difference the
@@ -112,6 +103,23 @@ class SensitiveAttribute:
             if name in self.__dict__:
                 out.__dict__[name] = self.__dict__[name]
         return out
+
+
+def decimal_places(values: np.ndarray) -> int | None:
+    """The fewest decimal places (at most 9) in which every finite value is written
+    exactly (is the float nearest such a decimal); None when none do, or when the values
+    are too large to scale to exact integers."""
+    mags = np.asarray(values, dtype=np.float64)
+    mags = mags[np.isfinite(mags)]
+    for places in range(10):
+        scale = 10.0 ** places
+        scaled = mags * scale
+        # below 2**50 a scaled value is within 0.5 of its integer, so rint finds it
+        if len(mags) and np.abs(scaled).max() >= 2.0 ** 50:
+            return None
+        if (np.rint(scaled) / scale == mags).all():
+            return places
+    return None
 
 
 @dataclass(frozen=True)
