@@ -58,13 +58,6 @@ def open_store(target: HistoryTarget, create: bool = True, **kw: object) -> Hist
     return HistoryStore.open(target.url, secret_file=target.secret_file, create=create, **kw)
 
 
-@pytest.fixture(autouse=True)
-def _clean(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(SECRET_ENV, raising=False)
-    monkeypatch.delenv("ANONKIT_HISTORY", raising=False)
-    PUBLISH_HOOKS.clear()
-
-
 def file_digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 

@@ -14,7 +14,6 @@ import pytest
 from click.testing import CliRunner, Result
 
 from anonkit.releases.cli import release
-from anonkit.releases.secret import SECRET_ENV
 from anonkit.releases.store import HistoryStore
 from history_helpers import churned_versions, history_state, people
 
@@ -22,13 +21,6 @@ if TYPE_CHECKING:
     from pg_fixtures import HistoryTarget
 
 pytest_plugins = ["pg_fixtures"]
-
-
-@pytest.fixture(autouse=True)
-def _clean(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(SECRET_ENV, raising=False)
-    monkeypatch.delenv("ANONKIT_HISTORY", raising=False)
-    monkeypatch.delenv("ANONKIT_HISTORY_SECRET_FILE", raising=False)
 
 
 def run(target: HistoryTarget | None, *args: str, env: dict[str, str] | None = None) -> Result:

@@ -35,14 +35,6 @@ if TYPE_CHECKING:
 pytest_plugins = ["pg_fixtures"]
 
 
-@pytest.fixture(autouse=True)
-def _clean(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(SECRET_ENV, raising=False)
-    monkeypatch.delenv("ANONKIT_HISTORY", raising=False)
-    monkeypatch.delenv("ANONKIT_HISTORY_SECRET_FILE", raising=False)
-    PUBLISH_HOOKS.clear()
-
-
 def open_store(target: HistoryTarget, create: bool = True, **kw: object) -> HistoryStore:
     return HistoryStore.open(target.url, secret_file=target.secret_file, create=create, **kw)
 

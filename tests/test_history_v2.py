@@ -50,14 +50,6 @@ FIXTURE = Path(__file__).parent / "data" / "history_v1"
 DATASETS = ("ward", "clinic")
 
 
-@pytest.fixture(autouse=True)
-def _clean(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(SECRET_ENV, raising=False)
-    monkeypatch.delenv("ANONKIT_HISTORY", raising=False)
-    monkeypatch.delenv("ANONKIT_HISTORY_SECRET_FILE", raising=False)
-    MIGRATION_HOOKS.clear()
-
-
 def v1_copy(tmp_path: Path) -> Path:
     """A copy of the version-1 fixture history (with its secret beside it)."""
     folder = tmp_path / "v1"
@@ -316,14 +308,13 @@ def test_a_wrong_secret_does_not_upgrade(tmp_path: Path) -> None:
 
 _OPENER = textwrap.dedent("""
     import sys, time, warnings
-    from pathlib import Path
     from anonkit.releases.migrations import MIGRATION_HOOKS
     from anonkit.releases.store import HistoryStore
-    history, secret, marker = sys.argv[1], sys.argv[2], sys.argv[3]
+    history, secret, hold_lock = sys.argv[1], sys.argv[2], sys.argv[3] == "hold"
     def hold():
-        Path(marker).touch()
+        print("upgrading", flush=True)
         time.sleep(1.5)  # the other opener arrives meanwhile
-    if marker != "-":
+    if hold_lock:
         MIGRATION_HOOKS["upgraded"] = hold
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -334,23 +325,19 @@ _OPENER = textwrap.dedent("""
 """)
 
 
-def _opener(history: str, secret: Path, marker: Path | None) -> subprocess.Popen[str]:
+def _opener(history: str, secret: Path, hold_lock: bool) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-c", _OPENER, history, str(secret),
-                             str(marker) if marker else "-"],
+                             "hold" if hold_lock else "-"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def _concurrent_openers(history: str, secret: Path, tmp_path: Path) -> list[str]:
-    import time
-
-    marker = tmp_path / "upgrading"
-    first = _opener(history, secret, marker)
-    deadline = time.monotonic() + 120
-    while not marker.exists():
-        assert first.poll() is None, first.communicate()
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
-    second = _opener(history, secret, None)  # arrives while the first holds the lock
+def _concurrent_openers(history: str, secret: Path) -> list[str]:
+    first = _opener(history, secret, hold_lock=True)
+    # the first opener says when it holds the upgrade's lock (its first line)
+    assert first.stdout is not None
+    said = first.stdout.readline()
+    assert said.strip() == "upgrading", (said, first.communicate())
+    second = _opener(history, secret, hold_lock=False)  # arrives while the first holds it
     outs = [p.communicate(timeout=180) for p in (first, second)]
     assert [p.returncode for p in (first, second)] == [0, 0], outs
     return [out.strip() for out, _ in outs]
@@ -358,7 +345,7 @@ def _concurrent_openers(history: str, secret: Path, tmp_path: Path) -> list[str]
 
 def test_concurrent_openers_of_a_v1_sqlite_history(tmp_path: Path) -> None:
     path = v1_copy(tmp_path)
-    results = _concurrent_openers(str(path), path.with_name("history_v1.db.secret"), tmp_path)
+    results = _concurrent_openers(str(path), path.with_name("history_v1.db.secret"))
     assert results == ["ok 5 upgraded", "ok 5 found"]
     assert sqlite_version(path) == SCHEMA_VERSION
     assert len(list(path.parent.glob("*.v1-backup*"))) == 1
@@ -418,7 +405,7 @@ def test_concurrent_openers_of_a_v1_postgres_history(postgres_server: TemporaryP
                                                      tmp_path: Path) -> None:
     url = v1_postgres(postgres_server, "v1_concurrent")
     secret = v1_copy(tmp_path).with_name("history_v1.db.secret")
-    assert _concurrent_openers(url, secret, tmp_path) == ["ok 5 upgraded", "ok 5 found"]
+    assert _concurrent_openers(url, secret) == ["ok 5 upgraded", "ok 5 found"]
     assert _pg_version(url) == SCHEMA_VERSION
 
 

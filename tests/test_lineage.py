@@ -20,7 +20,6 @@ from anonkit.errors import HistoryError
 from anonkit.releases.attacks import CrossReleaseBreachError, audit
 from anonkit.releases.cli import release as release_cli
 from anonkit.releases.publish import LineageError, publish
-from anonkit.releases.secret import SECRET_ENV
 from anonkit.releases.store import HistoryStore, records_table
 from history_helpers import history_state, make_request
 from test_attacks import WARD, WARD_1, WARD_2
@@ -31,13 +30,6 @@ if TYPE_CHECKING:
 pytest_plugins = ["pg_fixtures"]
 
 V1_FIXTURE = Path(__file__).parent / "data" / "history_v1"
-
-
-@pytest.fixture(autouse=True)
-def _clean(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(SECRET_ENV, raising=False)
-    monkeypatch.delenv("ANONKIT_HISTORY", raising=False)
-    monkeypatch.delenv("ANONKIT_HISTORY_SECRET_FILE", raising=False)
 
 
 def open_store(target: HistoryTarget) -> HistoryStore:

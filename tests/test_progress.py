@@ -7,7 +7,6 @@ import os
 import select
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -38,8 +37,7 @@ def test_a_terminal_sees_every_step_with_its_rate(tmp_path: Path) -> None:
                             stderr=follower, stdin=subprocess.DEVNULL)
     os.close(follower)
     shown = b""
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
+    while True:  # until the child closes the terminal
         ready, _, _ = select.select([leader], [], [], 1.0)
         if ready:
             try:

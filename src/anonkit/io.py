@@ -636,6 +636,7 @@ def _lossless_text(table: pa.Table) -> pa.Table:
             text = pc.cast(table[i], pa.string())
             same = pc.cast(text, field.type).equals(table[i])
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            # no text form that reads back (lists, structs, binary): judged as it is
             continue
         if same:
             table = table.set_column(i, field.name, text)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from anonkit.errors import InputError
@@ -400,7 +400,7 @@ def _load_builtin() -> None:
         options=(K, L, T, MODELS, GENERALIZATION, STRATEGY, REMOVE_CUT, SINGLE_DIMENSIONAL,
                  ALLOW_MISSING, SEED),
         anonymize=_mondrian_anonymize)
-    register(Method(**{**mondrian.__dict__, "publish": _one_shot_publish(mondrian)}),
+    register(replace(mondrian, publish=_one_shot_publish(mondrian)),
              replace=True)
     register(Method(
         "ke", "(k,e)-anonymity (Zhang et al. 2007): the optimal partition by sensitive value "

@@ -15,6 +15,7 @@ adversary groups rows.)
 from __future__ import annotations
 
 import math
+from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
@@ -50,8 +51,9 @@ class _MissingValues(PrivacyModel):
             params["missing_counts"] = True
         return params
 
+    @abstractmethod
     def _parameters(self) -> dict[str, object]:
-        raise NotImplementedError
+        """The model's own parameters (``missing_counts`` is added when it is on)."""
 
     @classmethod
     def from_text(cls, key: str, numbers: Sequence[float],

@@ -291,15 +291,7 @@ class Intersections:
         pairs = np.unique(m.member_group[consistent] * n_values + value[consistent])
         group, vid = pairs // n_values, pairs % n_values
         n_groups = int(m.member_group.max(initial=-1)) + 1
-        distinct = np.bincount(group, minlength=n_groups)
-        missing = self.missing_id(attr)
-        present = distinct - np.bincount(group[vid == missing], minlength=n_groups)
-        low, high = np.full(n_groups, np.nan), np.full(n_groups, np.nan)
-        if len(group):
-            mags = self.magnitude[attr][vid]
-            starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
-            low[group[starts]] = np.fmin.reduceat(mags, starts)
-            high[group[starts]] = np.fmax.reduceat(mags, starts)
+        distinct, present, low, high = self.summarize(attr, group, vid, n_groups)
         t = m.target_group
         return (distinct[t].astype(np.float64), present[t].astype(np.float64), low[t],
                 high[t])
@@ -451,16 +443,8 @@ class Intersections:
         a_e, v_e = a_e[left], v_e[left]
         order = np.lexsort((v_e, a_e))
         a_e, v_e = a_e[order], v_e[order]
-        distinct = np.bincount(a_e, minlength=n_atoms).astype(np.float64)
-        missing = self.missing_id(attr)
-        dp = distinct - np.bincount(a_e[v_e == missing], minlength=n_atoms)
-        low, high = np.full(n_atoms, np.nan), np.full(n_atoms, np.nan)
-        if len(a_e):
-            mags = self.magnitude[attr][v_e]
-            starts = np.flatnonzero(np.r_[True, a_e[1:] != a_e[:-1]])
-            low[a_e[starts]] = np.fmin.reduceat(mags, starts)
-            high[a_e[starts]] = np.fmax.reduceat(mags, starts)
-        return distinct, dp, low, high
+        distinct, dp, low, high = self.summarize(attr, a_e, v_e, n_atoms)
+        return distinct.astype(np.float64), dp.astype(np.float64), low, high
 
     def _value_intersection(self, attr: str, releases: tuple[int, ...],
                             tuple_classes: np.ndarray
@@ -471,19 +455,26 @@ class Intersections:
         numeric), the sum over them of the smallest count, and the values themselves."""
         n_tuples = tuple_classes.shape[1]
         group, value, count = self.entries(attr, releases, tuple_classes)
-        distinct = np.bincount(group, minlength=n_tuples)
-        missing = self.missing_id(attr)
-        distinct_present = distinct - np.bincount(group[value == missing], minlength=n_tuples)
+        distinct, distinct_present, low, high = self.summarize(attr, group, value, n_tuples)
         bound = np.bincount(group, weights=count, minlength=n_tuples)
-        low, high = np.full(n_tuples, np.nan), np.full(n_tuples, np.nan)
+        offsets = np.concatenate([[0], np.cumsum(distinct)])
+        return distinct, distinct_present, low, high, bound, (offsets, value)
+
+    def summarize(self, attr: str, group: np.ndarray, value: np.ndarray, n_groups: int
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Per group, from (group, value id) entries sorted by group and each pair once:
+        how many values (with and without the missing one) and their smallest and largest
+        magnitude (NaN if none, or not numeric)."""
+        distinct = np.bincount(group, minlength=n_groups)
+        present = distinct - np.bincount(group[value == self.missing_id(attr)],
+                                         minlength=n_groups)
+        low, high = np.full(n_groups, np.nan), np.full(n_groups, np.nan)
         if len(group):
             mags = self.magnitude[attr][value]
             starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
-            owners = group[starts]
-            low[owners] = np.fmin.reduceat(mags, starts)
-            high[owners] = np.fmax.reduceat(mags, starts)
-        offsets = np.concatenate([[0], np.cumsum(distinct)])
-        return distinct, distinct_present, low, high, bound, (offsets, value)
+            low[group[starts]] = np.fmin.reduceat(mags, starts)
+            high[group[starts]] = np.fmax.reduceat(mags, starts)
+        return distinct, present, low, high
 
     def entries(self, attr: str, releases: tuple[int, ...],
                 tuple_classes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
