@@ -9,6 +9,13 @@ quasi-identifier gets one released value per class, in one of these forms:
 - ``prefix``: the common prefix of the values, the rest masked: ``801**``;
 - ``mean`` / ``median``: microaggregation of a numeric column (values replaced by one number).
 
+Labels read back unambiguously (:func:`parse_label`, :func:`covers`): a class whose values
+are all missing is released as an empty field; the bare word ``missing`` inside a label
+(``{a,missing}``, ``[20-29] or missing``) stands for a missing cell, and a value that
+could be misread (one holding ``,``, ``{``, ``}`` or ``"`` inside a set, the text
+``missing``, a value starting with ``{``, ``[`` or ``"``) is quoted as in CSV:
+``{"a,b",c}``, ``{"missing",x}``.
+
 Labels are built once per distinct label, never per row: classes are keyed by what their
 label depends on (lowest and highest code, set of codes, ...) and each distinct key is
 labelled once; classes with equal labels get equal label codes, and the released column is a
@@ -33,7 +40,10 @@ from anonkit.errors import InputError
 from anonkit.partition import Partition
 from anonkit.table import EncodedColumn, Kind, code_type_for
 
+#: inside a label, the word for a missing cell (a class of missing cells only is released
+#: as an empty field)
 MISSING_LABEL = "missing"
+_OR_MISSING = f" or {MISSING_LABEL}"
 
 
 
@@ -83,6 +93,7 @@ class ColumnGeneralization:
     hi: np.ndarray  # (n_classes,) largest code in the class
     #: (per class, the index of its label in the second array; the distinct labels, in
     #: order of first appearance): classes with the same label have the same index
+    #: (a class of missing cells only has index -1: released as an empty field)
     label_codes: tuple[np.ndarray, np.ndarray] = field(repr=False)
 
     def released(self, class_ids: np.ndarray) -> pd.Series | pd.Categorical:
@@ -124,7 +135,9 @@ def generalize_column(column: EncodedColumn, order: np.ndarray, starts: np.ndarr
             return ColumnGeneralization(column.name, form, labels, loss, lo.astype(code_type),
                                         hi.astype(code_type), (codes, np.asarray(distinct)))
     codes, distinct = label_codes
-    return ColumnGeneralization(column.name, form, distinct[codes], loss,
+    labels = np.where(codes >= 0, distinct[np.maximum(codes, 0)], None) if len(distinct) else \
+        np.full(len(codes), None, dtype=object)
+    return ColumnGeneralization(column.name, form, labels, loss,
                                 lo.astype(code_type), hi.astype(code_type), label_codes)
 
 
@@ -194,19 +207,19 @@ def _ranges(column: EncodedColumn, grouped: np.ndarray, starts: np.ndarray, lo: 
 
     def label_of(keys: np.ndarray) -> np.ndarray:
         key_lo, key_hi, key_state = keys // (3 * card), keys // 3 % card, keys % 3
-        labels = _value_text(column, key_lo)
+        labels = quote_alone(_value_text(column, key_lo))
         many = key_lo != key_hi
         if many.any():
-            low = labels[many].astype(str)
-            high = _value_text(column, key_hi[many]).astype(str)
+            low = _quote(_value_text(column, key_lo[many]), _RANGE_BOUND_SPECIAL).astype(str)
+            high = _quote(_value_text(column, key_hi[many]), _RANGE_BOUND_SPECIAL).astype(str)
             # "[20-29]" unless a bound holds a "-" itself (dates, negatives, 1e-05)
             has_dash = (np.char.find(low, "-") >= 0).any() or \
                 (np.char.find(high, "-") >= 0).any()
             sep = ", " if column.kind is Kind.DATE or has_dash else "-"
             labels[many] = np.char.add(np.char.add(np.char.add("[", low), sep),
                                        np.char.add(high, "]")).astype(object)
-        labels[key_state == 2] = MISSING_LABEL
-        labels[key_state == 1] = [f"{lab} or {MISSING_LABEL}" for lab in labels[key_state == 1]]
+        labels[key_state == 2] = None
+        labels[key_state == 1] = [lab + _OR_MISSING for lab in labels[key_state == 1]]
         return labels
 
     return _labels_by_key((safe_lo * card + safe_hi) * 3 + state, label_of), loss
@@ -226,10 +239,9 @@ def _sets(column: EncodedColumn, grouped: np.ndarray, starts: np.ndarray
         set_of_class, member, set_sizes = _distinct_sets_by_sorting(grouped, starts, card)
     else:
         set_of_class, member, set_sizes = _distinct_sets_by_bitmask(grouped, starts, card)
-    text = _value_text(column)
-    labels = _set_labels(text, member, set_sizes)
-    label_codes = (set_of_class, labels) if _set_labels_tell_sets_apart(text) else \
-        _merged(set_of_class, labels)
+    labels = _set_labels(column, member, set_sizes)
+    # distinct sets have distinct labels, except a set of the missing cell alone: no label
+    label_codes = _merged(set_of_class, labels)
     distinct = set_sizes[set_of_class]
     loss = (distinct - 1) / (card - 1) if card > 1 else np.zeros(len(starts))
     # smallest and largest member: members are in code order
@@ -323,36 +335,189 @@ def _runs(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.repeat(starts - (ends - lengths), lengths) + np.arange(total)
 
 
-def _set_labels(text: np.ndarray, member: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-    """Per set, its label: the value alone, or ``{a,b,c}``, from the values' ``text``, the
-    members' codes set after set, and the sets' sizes. Joined in Arrow: no Python string
-    per member."""
+def _set_labels(column: EncodedColumn, member: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Per set, its label: the value alone, or ``{a,b,c}``, from the members' codes set
+    after set and the sets' sizes; None for the set of the missing cell alone. Joined in
+    Arrow: no Python string per member."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     # each value's text as it stands alone or inside a set, opening one and closing one
-    card = len(text)
-    pieces = pa.array(np.concatenate([text, "{" + text, text + "}"]), type=pa.string())
+    card = column.cardinality
+    inside = _quote(_value_text(column), _SET_MEMBER_SPECIAL)
+    if column.missing_code >= 0:
+        inside[column.missing_code] = MISSING_LABEL
+    alone = quote_alone(_value_text(column))
+    pieces = pa.array(np.concatenate([alone, inside, "{" + inside, inside + "}"]),
+                      type=pa.string())
     piece = member.astype(np.int64)
     first = np.cumsum(sizes) - sizes
     several = sizes > 1
+    piece += card * np.repeat(several, sizes)
     piece[first[several]] += card
     piece[(first + sizes - 1)[several]] += 2 * card
     offsets = pa.array(np.append(first, len(member)).astype(np.int32))
     labels = pc.binary_join(pa.ListArray.from_arrays(offsets, pieces.take(piece)), ",")
-    return labels.to_numpy(zero_copy_only=False)
+    labels = labels.to_numpy(zero_copy_only=False).astype(object)
+    if column.missing_code >= 0:
+        labels[(sizes == 1) & (member[first] == column.missing_code)] = None
+    return labels
 
 
-def _set_labels_tell_sets_apart(text: np.ndarray) -> bool:
-    """Whether distinct sets always get distinct labels: unless two values print alike or
-    one holds a comma or brace (a value "{a,b}", or "{a,b,c}" for both {"a,b", "c"} and
-    {"a", "b,c"}), the label spells out its set."""
+# -- reading labels back ---------------------------------------------------------------------
+
+#: a set member holding one of these, or spelled ``missing``, is quoted
+_SET_MEMBER_SPECIAL = r'[,{}"]|^$|^missing$|^\s|\s$'
+#: a range bound holding one of these is quoted (ordinal values are text)
+_RANGE_BOUND_SPECIAL = r'[,\[\]"]|^$|^missing$|^\s|\s$'
+#: a value released alone is quoted when it would read as a set, a range, a quoted value or
+#: "value or missing"
+_ALONE_SPECIAL = r'^[\[{"]|^$|^\s|\s$| or missing$'
+
+
+def _quote(text: np.ndarray, special: str) -> np.ndarray:
+    """``text`` with the entries matching ``special`` quoted as in CSV (``"`` doubled);
+    None entries stay None."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    texts = pa.array(text, type=pa.string())
-    return pc.count_distinct(texts).as_py() == len(texts) and \
-        not pc.any(pc.match_substring_regex(texts, "[,{}]")).as_py()
+    out = np.asarray(text, dtype=object).copy()
+    texts = pa.array(out, type=pa.string())
+    hit = pc.fill_null(pc.match_substring_regex(texts, special), False)
+    for i in np.flatnonzero(hit.to_numpy(zero_copy_only=False)):
+        out[i] = '"' + out[i].replace('"', '""') + '"'
+    return out
+
+
+def quote_alone(text: np.ndarray) -> np.ndarray:
+    """Value texts as released alone: quoted where they would be misread as another form."""
+    return _quote(text, _ALONE_SPECIAL)
+
+
+@dataclass(frozen=True)
+class ParsedLabel:
+    """What a released label says: the values it stands for (``values``, for a value or a
+    set), or an interval (``low``, ``high``, as texts), and whether a missing cell is
+    among them. Other labels (hierarchy nodes, prefixes, numbers) read as a single
+    ``values`` entry: their meaning needs the hierarchy or the form."""
+
+    values: tuple[str, ...] = ()
+    low: str | None = None
+    high: str | None = None
+    missing: bool = False
+
+    @property
+    def is_range(self) -> bool:
+        return self.low is not None
+
+
+def _split_members(body: str, label: str) -> list[str]:
+    """The comma-separated members of a set label's inside, unquoting quoted ones."""
+    members: list[str] = []
+    i, n = 0, len(body)
+    while i <= n:
+        if i < n and body[i] == '"':
+            j, piece = i + 1, []
+            while True:
+                k = body.find('"', j)
+                if k < 0:
+                    raise ValueError(f"unterminated quote in label {label!r}")
+                piece.append(body[j:k])
+                if body.startswith('""', k):
+                    piece.append('"')
+                    j = k + 2
+                    continue
+                i = k + 1
+                break
+            members.append("".join(piece))
+            if i < n and body[i] != ",":
+                raise ValueError(f"text after a quoted member in label {label!r}")
+        else:
+            k = body.find(",", i)
+            k = n if k < 0 else k
+            piece_text = body[i:k]
+            members.append(MISSING if piece_text == MISSING_LABEL else piece_text)
+            i = k
+        i += 1
+    return members
+
+
+#: what :func:`_split_members` gives for the bare word ``missing`` (a missing cell)
+MISSING = object()
+
+
+def _unquote_alone(text: str, label: str) -> str:
+    if text.startswith('"'):
+        if len(text) < 2 or not text.endswith('"') or '"' in text[1:-1].replace('""', ""):
+            raise ValueError(f"malformed quoted value in label {label!r}")
+        return text[1:-1].replace('""', '"')
+    return text
+
+
+def parse_label(label: object) -> ParsedLabel:
+    """Read a released label back (the inverse of the labelling above): a missing cell,
+    a value, a set ``{a,"b,c",missing}``, a range ``[lo-hi]`` / ``[lo, hi]``, each
+    possibly followed by `` or missing``. Raises ValueError on a malformed label."""
+    if label is None or (isinstance(label, float) and np.isnan(label)) or label is pd.NA:
+        return ParsedLabel(missing=True)
+    text = str(label)
+    missing = False
+    if text.endswith(_OR_MISSING) and not (text.startswith('"') and text.endswith('"')):
+        text, missing = text[:-len(_OR_MISSING)], True
+    if text.startswith("{") and text.endswith("}") and len(text) >= 2:
+        members = _split_members(text[1:-1], str(label))
+        values = tuple(m for m in members if m is not MISSING)
+        return ParsedLabel(values=values, missing=missing or len(values) < len(members))
+    if text.startswith("[") and text.endswith("]"):
+        body = text[1:-1]
+        low, sep, high = _split_bounds(body)
+        if sep:
+            return ParsedLabel(low=_unquote_alone(low, str(label)),
+                               high=_unquote_alone(high, str(label)), missing=missing)
+    return ParsedLabel(values=(_unquote_alone(text, str(label)),), missing=missing)
+
+
+def _split_bounds(body: str) -> tuple[str, str, str]:
+    """``lo-hi`` or ``lo, hi`` (the latter when a bound holds a '-'), quotes respected."""
+    if body.startswith('"'):
+        end = 1
+        while True:
+            end = body.find('"', end)
+            if end < 0:
+                return body, "", ""
+            if body.startswith('""', end):
+                end += 2
+                continue
+            break
+        rest = body[end + 1:]
+        for sep in (", ", "-"):
+            if rest.startswith(sep):
+                return body[:end + 1], sep, rest[len(sep):]
+        return body, "", ""
+    low, sep, high = body.partition(", ")
+    if sep:
+        return low, sep, high
+    return body.partition("-")
+
+
+def covers(label: object, value: object) -> bool:
+    """Whether the released ``label`` stands for the original ``value`` (None / NaN: a
+    missing cell): a value, a set, or a range (numbers compared as numbers, other texts
+    as equal bounds only). Hierarchy and prefix labels need their hierarchy or form and
+    are not judged here (False unless the label is the value itself)."""
+    parsed = parse_label(label)
+    if value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NA:
+        return parsed.missing
+    text = str(value)
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2.0**53:
+        text = str(int(value))
+    if parsed.is_range:
+        assert parsed.low is not None and parsed.high is not None
+        try:
+            return float(parsed.low) <= float(value) <= float(parsed.high)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            return text in (parsed.low, parsed.high)
+    return text in parsed.values
 
 
 def _hierarchy(column: EncodedColumn, grouped: np.ndarray, starts: np.ndarray,
@@ -390,7 +555,7 @@ def _hierarchy(column: EncodedColumn, grouped: np.ndarray, starts: np.ndarray,
         safe = np.maximum(keys, 0)
         labels = hierarchy.labels[safe // hierarchy.height, safe % hierarchy.height]
         labels = labels.astype(object)
-        labels[keys < 0] = MISSING_LABEL
+        labels[keys < 0] = None
         return labels
 
     keys = np.where(all_missing, -1, first_leaf.astype(np.int64) * hierarchy.height + level)
@@ -431,6 +596,9 @@ def _prefixes(column: EncodedColumn, grouped: np.ndarray, starts: np.ndarray,
     right = np.searchsorted(sorted_text, np.char.add(prefixes, "\U0010ffff"), side="left")
     covered = np.where(first == last, 1, right - left)[pair_of_class]
     loss = (covered - 1) / (card - 1) if card > 1 else np.zeros(len(starts))
+    if column.missing_code >= 0:  # a class of missing cells only: an empty field
+        missing_rank = int(np.flatnonzero(alphabetical == column.missing_code)[0])
+        labels[pairs == missing_rank * card + missing_rank] = None
     return _merged(pair_of_class, labels), loss
 
 
