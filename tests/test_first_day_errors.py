@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from anonkit.cli import main
+from anonkit.io import read_table
 
 
 @pytest.fixture()
@@ -63,12 +64,27 @@ def test_a_nested_parquet_column_is_refused(folder: Path) -> None:
     assert "column 'age' holds lists or structures" in line
 
 
-@pytest.mark.parametrize("name", ["o.xlsx", "o.csv.gz", "o.json"])
+@pytest.mark.parametrize("name", ["o.xlsx", "o.csv.xz", "o.json", "o.parquet.gz"])
 def test_outputs_anonkit_does_not_write_are_refused(folder: Path, name: str) -> None:
     line = refused(folder, str(folder / "t.csv"), "-o", str(folder / name), "--qi", "age",
                    "--id", "sex,d,empty", "-k", "2")
     assert f"cannot write {name}" in line
     assert not (folder / name).exists()
+
+
+@pytest.mark.parametrize("suffix", [".csv.gz", ".csv.bz2", ".csv.zst", ".tsv.gz"])
+def test_compressed_csv_output_is_written_for_real(folder: Path, suffix: str) -> None:
+    plain, packed = folder / "plain.csv", folder / f"packed{suffix}"
+    for out in (plain, packed):
+        result = CliRunner().invoke(main, ["anonymize", str(folder / "t.csv"), "-o", str(out),
+                                           "--qi", "age", "--id", "sex,d,empty", "-k", "2",
+                                           "--seed", "1"])
+        assert result.exit_code == 0, result.output
+    magic = {".gz": b"\x1f\x8b", ".bz2": b"BZh", ".zst": b"\x28\xb5\x2f\xfd"}
+    assert packed.read_bytes().startswith(magic[Path(suffix).suffix])
+    # read through Arrow's codecs (pandas needs an extra package for zstd)
+    assert read_table(packed).equals(read_table(plain))
+    assert not [p for p in folder.iterdir() if p.name.startswith(".packed")]
 
 
 def test_an_output_naming_a_folder_is_refused(folder: Path) -> None:
@@ -82,3 +98,10 @@ def test_an_output_where_nothing_can_be_written_is_refused(folder: Path) -> None
     line = refused(folder, str(folder / "t.csv"), "-o", "/proc/o.csv", "--qi", "age",
                    "--id", "sex,d,empty", "-k", "2")
     assert "cannot write to /proc" in line
+
+
+def test_auxiliary_tables_of_a_compressed_release_are_compressed_alike() -> None:
+    from anonkit.release import auxiliary_path
+
+    assert auxiliary_path(Path("w.csv.gz"), "groups") == Path("w.groups.csv.gz")
+    assert auxiliary_path(Path("d/w.csv"), "groups") == Path("d/w.groups.csv")

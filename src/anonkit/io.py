@@ -133,17 +133,34 @@ _PLAIN = Dialect()
 
 
 #: the suffixes an output file may have (anything else would silently be written as CSV)
-OUTPUT_SUFFIXES = (".csv", ".tsv", ".txt", *PARQUET_SUFFIXES)
+CSV_SUFFIXES = (".csv", ".tsv", ".txt")
+OUTPUT_SUFFIXES = (*CSV_SUFFIXES, *PARQUET_SUFFIXES)
+#: compressed CSV output: suffix -> Arrow codec
+OUTPUT_CODECS = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd"}
+
+
+def output_codec(path: str | Path) -> str | None:
+    """The codec a CSV output is compressed with (``.csv.gz`` -> gzip), or None."""
+    suffixes = [s.lower() for s in Path(path).suffixes[-2:]]
+    if len(suffixes) == 2 and suffixes[0] in CSV_SUFFIXES:
+        return OUTPUT_CODECS.get(suffixes[1])
+    return None
 
 
 def output_format(path: str | Path, fmt: str | None = None) -> str:
     """:func:`table_format` for a file to write: a suffix anonkit does not write (``.xlsx``,
-    ``.csv.gz``) is refused rather than written as plain CSV."""
+    ``.json``) is refused rather than written as plain CSV. ``.csv.gz``, ``.csv.bz2`` and
+    ``.csv.zst`` are compressed CSV."""
     path = Path(path)
+    if output_codec(path) is not None:
+        if fmt is not None and table_format(path, fmt) != "csv":
+            raise InputError(f"cannot write {path.name} as {fmt}: its suffix says compressed "
+                             f"CSV")
+        return "csv"
     if fmt is None and path.suffix.lower() not in OUTPUT_SUFFIXES:
-        raise InputError(f"cannot write {path.name}: anonkit writes CSV (.csv, .tsv, .txt) or "
-                         f"Parquet (.parquet, .pq) files; give the output one of those "
-                         f"suffixes")
+        raise InputError(f"cannot write {path.name}: anonkit writes CSV (.csv, .tsv, .txt, "
+                         f"compressed as .csv.gz, .csv.bz2 or .csv.zst) or Parquet (.parquet, "
+                         f".pq) files; give the output one of those suffixes")
     return table_format(path, fmt)
 
 
@@ -824,13 +841,34 @@ def write_table(table: pd.DataFrame | pa.Table, path: str | Path, fmt: str | Non
         if fmt == "parquet":
             pq.write_table(table, tmp)
             return
+        codec = output_codec(path)
+        plain_suffix = Path(path.stem).suffix.lower() if codec else path.suffix.lower()
         if sep is None:
-            sep = "\t" if path.suffix.lower() == ".tsv" else ","
+            sep = "\t" if plain_suffix == ".tsv" else ","
         sep = _resolve_sep(sep, "")
         try:
-            write_csv(_csv_ready(table), tmp, sep, verbatim)
+            if codec is None:
+                write_csv(_csv_ready(table), tmp, sep, verbatim)
+            else:
+                _write_compressed_csv(_csv_ready(table), tmp, sep, verbatim, codec)
         except pa.ArrowException as exc:
             raise InputError(f"cannot write {path} as CSV ({_first_line(exc)})") from None
+
+
+def _write_compressed_csv(table: pa.Table, path: Path, sep: str, verbatim: Sequence[str],
+                          codec: str) -> None:
+    """The CSV of :func:`write_csv`, compressed into ``path``: written plain beside it
+    first (the fast writer needs a file), then streamed through the codec."""
+    plain = path.with_name(path.name + ".plain")
+    try:
+        write_csv(table, plain, sep, verbatim)
+        with pa.OSFile(str(plain), "rb") as source, \
+                pa.CompressedOutputStream(str(path), codec) as sink:
+            while chunk := source.read(8 << 20):
+                sink.write(chunk)
+    finally:
+        with suppress(OSError):
+            plain.unlink()
 
 
 def to_arrow(df: pd.DataFrame) -> pa.Table:

@@ -297,7 +297,13 @@ class Verification:
 
 def auxiliary_path(release_path: Path, name: str) -> Path:
     """Where an auxiliary table of the release at ``release_path`` is written:
-    ``ward.csv`` -> ``ward.counterfeits.csv``."""
+    ``ward.csv`` -> ``ward.counterfeits.csv``, ``ward.csv.gz`` -> ``ward.counterfeits.csv.gz``."""
+    from anonkit.io import output_codec
+
+    if output_codec(release_path) is not None:
+        inner = Path(release_path.stem)
+        return release_path.with_name(f"{inner.stem}.{name}{inner.suffix}"
+                                      f"{release_path.suffix}")
     return release_path.with_name(f"{release_path.stem}.{name}{release_path.suffix}")
 
 
