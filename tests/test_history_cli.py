@@ -237,3 +237,35 @@ def test_the_anonkit_command_runs_the_release_group(tmp_path: Path) -> None:
                                      "--history", db]).exit_code == 3
     unknown = CliRunner().invoke(main, ["release", "show", "nope", "1", "--history", db])
     assert unknown.exit_code == 2 and "unknown dataset 'nope'" in unknown.output
+
+
+def test_publish_takes_a_job_file_and_ordinal_orders(tmp_path: Path) -> None:
+    """``release publish --config`` reads the anonymize job's keys plus dataset and key
+    (here in a [publish] table), the command line overrides it, and an ordinal column's
+    order comes from the file or from --order, as for anonymize."""
+    df = people(np.arange(120))
+    df["grade"] = np.array(["low", "mid", "high"], dtype=object)[np.arange(120) % 3]
+    src = write(df, tmp_path / "v1.csv")
+    job = tmp_path / "job.toml"
+    job.write_text(
+        '[publish]\ninput = "v1.csv"\noutput = "r1.csv"\ndataset = "census"\nkey = "pid"\n'
+        'quasi_identifiers = ["age", "grade"]\nsensitive = ["disease"]\n'
+        'insensitive = "*"\nk = 5\n[publish.orders]\ngrade = ["low", "mid", "high"]\n')
+    history = ["--history", str(tmp_path / "h.db")]
+    done = run(None, "publish", "--config", str(job), *history)
+    assert done.exit_code == 0, done.output
+    released = pd.read_csv(tmp_path / "r1.csv")
+    # ranges follow the declared order: "[low-mid]", never the alphabetical "[high-low]"
+    assert not released["grade"].str.contains(r"\[high", regex=True).any()
+    assert "pid" not in released.columns
+    # the command line overrides the file: another output, -k 10, the order given as --order
+    again = run(None, "publish", "--config", str(job), "-o", str(tmp_path / "r2.csv"), "-k",
+                "10", "--order", "grade=low,mid,high", "--allow-breach", *history)
+    assert again.exit_code == 0, again.output
+    assert "PASS k-anonymity (k=10)" in again.output
+    # a job file's wrong type is refused, naming the key
+    job.write_text('[publish]\ndataset = 3\n')
+    bad = run(None, "publish", "--config", str(job), str(src), "--key", "pid", "--qi", "age",
+              "-o", str(tmp_path / "r3.csv"), *history)
+    assert bad.exit_code == 2 and "dataset must be text" in bad.output
+    assert not (tmp_path / "r3.csv").exists()

@@ -91,10 +91,12 @@ def _run(body: Callable[[], int | None]) -> None:
     sys.exit(code)
 
 
-def load_config(path: Path | None) -> dict[str, Any]:
+def load_config(path: Path | None, table: str = "anonymize",
+                extra_keys: frozenset[str] = frozenset()) -> dict[str, Any]:
     """A job's settings from a TOML file; relative paths are taken from the file's folder.
-    Keys are the job's (:data:`JOB_KEYS`) and the methods' options; values are checked
-    when the job runs (:func:`job_from`)."""
+    Keys are the job's (:data:`JOB_KEYS`, and ``extra_keys`` of the command) and the
+    methods' options, at the top level or all in a ``[table]`` (``[anonymize]``,
+    ``[publish]``); values are checked when the job runs (:func:`job_from`)."""
     if path is None:
         return {}
     try:
@@ -105,15 +107,15 @@ def load_config(path: Path | None) -> dict[str, Any]:
         raise InputError(f"config file {path} is not UTF-8; re-save it as UTF-8") from None
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"config file {path} is not valid TOML: {exc}") from None
-    if "anonymize" in raw and len(raw) > 1:
-        others = sorted(k for k in raw if k != "anonymize")
+    if table in raw and len(raw) > 1:
+        others = sorted(k for k in raw if k != table)
         raise InputError(f"config file {path}: the keys {', '.join(others)} stand outside the "
-                         f"[anonymize] table, where they would be ignored; move them into it "
+                         f"[{table}] table, where they would be ignored; move them into it "
                          f"(or drop the table header)")
-    config = dict(raw.get("anonymize", raw))
+    config = dict(raw.get(table, raw))
     from anonkit import methods
 
-    known = JOB_KEYS | {o.name for o in methods.all_options()}
+    known = JOB_KEYS | extra_keys | {o.name for o in methods.all_options()}
     unknown = sorted(set(config) - known)
     if unknown:
         raise InputError(f"config file {path}: unknown key(s) {', '.join(unknown)}; known keys: "
@@ -348,13 +350,16 @@ def given_method_options(values: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def job_from(config: Mapping[str, Any], given: Mapping[str, Any],
-             method_values: Mapping[str, Any]) -> dict[str, Any]:
+             method_values: Mapping[str, Any],
+             extra_keys: frozenset[str] = frozenset()) -> dict[str, Any]:
     """One job: the job file's settings overridden by the command line's; the method's
-    options typed and checked (a wrong value is an error, never rounded or ignored)."""
+    options typed and checked (a wrong value is an error, never rounded or ignored).
+    ``extra_keys``: the command's own keys beside :data:`JOB_KEYS` (kept as given)."""
     from anonkit import methods
 
-    file_job = {k: v for k, v in config.items() if k in JOB_KEYS}
-    file_options = {k: v for k, v in config.items() if k not in JOB_KEYS}
+    job_keys = JOB_KEYS | extra_keys
+    file_job = {k: v for k, v in config.items() if k in job_keys}
+    file_options = {k: v for k, v in config.items() if k not in job_keys}
     job = file_job | {key: value for key, value in given.items() if value is not None}
     for key in ("method", "separator", "encoding"):
         if key in job and not isinstance(job[key], str):

@@ -30,6 +30,7 @@ from anonkit.cli import (
     given_method_options,
     job_dialect,
     method_options,
+    order_option,
     reading_given,
     reading_options,
     role_options,
@@ -142,20 +143,28 @@ def release() -> None:
 # -- publish -------------------------------------------------------------------------------
 
 
+#: the keys a publish job file has beside the anonymize job's
+PUBLISH_KEYS = frozenset({"dataset", "key"})
+
+
 @release.command("publish")
-@click.argument("input_path", metavar="INPUT", type=click.Path(path_type=Path))
-@click.option("--dataset", required=True, help="Name of the changing table.")
-@click.option("--key", required=True,
+@click.argument("input_path", metavar="INPUT", required=False, type=click.Path(path_type=Path))
+@click.option("--dataset", help="Name of the changing table.")
+@click.option("--key",
               help="Column naming each record stably across releases (stored only as a "
                    "keyed hash; never released).")
+@click.option("--config", "config_path", type=click.Path(path_type=Path),
+              help="A TOML job file (the keys of anonymize's, plus dataset and key, at the "
+                   "top or in a [publish] table); command-line options override it.")
 @role_options
 @reading_options
+@order_option
 @method_options
 @click.option("--option", "options", multiple=True, metavar="NAME=VALUE",
               help="A method option by its name, e.g. strategy=entropy (repeatable; "
                    "checked like the option itself).")
-@click.option("-o", "--output", required=True, type=click.Path(path_type=Path),
-              help="Where to write the release (CSV or Parquet by suffix).")
+@click.option("-o", "--output", type=click.Path(path_type=Path),
+              help="Where to write the release (CSV, compressed CSV or Parquet by suffix).")
 @click.option("--allow-breach", is_flag=True,
               help="Publish even if the new release, together with earlier ones, breaches "
                    "a record. By default such a release is refused: nothing is written and "
@@ -167,62 +176,75 @@ def release() -> None:
                    "by show and audit.")
 @_history_options
 @_errors
-def publish_cmd(input_path: Path, dataset: str, key: str, qi: str | None,
+def publish_cmd(input_path: Path | None, dataset: str | None, key: str | None,
+                config_path: Path | None, qi: str | None,
                 sensitive: str | None, identifiers: str | None, hierarchies: tuple[str, ...],
                 kinds: tuple[str, ...], method: str | None, options: tuple[str, ...],
-                output: Path, allow_breach: bool, new_lineage: bool, history: str,
+                output: Path | None, allow_breach: bool, new_lineage: bool, history: str,
                 secret_file: Path | None, insensitive: str | None = None,
                 drop: str | None = None, **method_values: object) -> None:
     """Anonymize INPUT and publish it as the next release of --dataset. Every column needs
-    a role (--qi, --sensitive, --id, --insensitive, --drop; the key is never released)."""
+    a role (--qi, --sensitive, --id, --insensitive, --drop; the key is never released).
+    Safety switches (--allow-breach, --new-lineage) are given on the command line only."""
     from anonkit import methods
+    from anonkit.cli import job_from, load_config
     from anonkit.hierarchy import read_arx_hierarchy
     from anonkit.io import check_output_path, read_table
-    from anonkit.options import as_list
     from anonkit.releases.publish import PublishRequest, publish, refuse_history_output
     from anonkit.releases.store import HistoryLocation
 
-    check_output_path(input_path, output)
-    # before the history is opened (or created): never write over it, its journal or secret
-    refuse_history_output(output.absolute(), location=HistoryLocation.parse(history),
-                          secret_file=secret_file)
-    chosen = methods.get(method or "mondrian")
-    reading = {k: v for k, v in reading_given(method_values).items() if v is not None}
+    given = {"input": str(input_path) if input_path else None,
+             "output": str(output) if output else None, "dataset": dataset, "key": key,
+             "quasi_identifiers": qi, "sensitive": sensitive, "identifiers": identifiers,
+             "insensitive": insensitive, "drop": drop, "method": method,
+             "hierarchy_pairs": hierarchies, "kind_pairs": kinds} | reading_given(method_values)
     for name in READING_PARAMETERS:
         method_values.pop(name, None)
-    given = given_method_options(method_values)
+    cli_options = given_method_options(method_values)
+    chosen = methods.get(given["method"] or load_config(
+        config_path, "publish", PUBLISH_KEYS).get("method") or "mondrian")
     for name, value in parse_pairs(options, "option").items():
         name = name.replace("-", "_")
         option = chosen.option(name)
-        given[name] = [*given.get(name, []), value] if option is not None and \
+        cli_options[name] = [*cli_options.get(name, []), value] if option is not None and \
             option.multiple else value
-    typed = chosen.parse_options(given, "cli")
-    if not as_list(qi):
+    job = job_from(load_config(config_path, "publish", PUBLISH_KEYS), given, cli_options,
+                   PUBLISH_KEYS)
+    for name, flag in (("input", "INPUT"), ("output", "-o FILE"), ("dataset", "--dataset NAME"),
+                       ("key", "--key COLUMN")):
+        if not job.get(name):
+            raise InputError(f"no {name} given: pass {flag} or set {name} in the config")
+        if not isinstance(job[name], str):
+            raise InputError(f"{name} must be text, got {job[name]!r}")
+    source, target = Path(job["input"]), Path(job["output"])
+    check_output_path(source, target)
+    # before the history is opened (or created): never write over it, its journal or secret
+    refuse_history_output(target.absolute(), location=HistoryLocation.parse(history),
+                          secret_file=secret_file)
+    if not job["quasi_identifiers"]:
         raise InputError("no quasi-identifiers given: pass --qi a,b,c")
     request = PublishRequest(
-        dataset=dataset, key=key, quasi_identifiers=as_list(qi),
-        sensitive=as_list(sensitive), identifiers=as_list(identifiers), method=chosen.name,
-        options=typed,
+        dataset=job["dataset"], key=job["key"], quasi_identifiers=job["quasi_identifiers"],
+        sensitive=job["sensitive"], identifiers=job["identifiers"], method=job["method"],
+        options=job["options"],
         hierarchies={col: read_arx_hierarchy(path, name=col)
-                     for col, path in methods.column_values("hierarchy", list(hierarchies),
-                                                            "cli").items()},
-        kinds=methods.column_values("kind", list(kinds), "cli"))
-    dialect = job_dialect(reading)
-    df = read_table(input_path, sep=reading.get("separator"), header=dialect.header,
+                     for col, path in job["hierarchies"].items()},
+        kinds=job["kinds"], orders=job["orders"])
+    dialect = job_dialect(job)
+    df = read_table(source, sep=job.get("separator"), header=dialect.header,
                     names=dialect.names, na_values=dialect.na_values,
                     skipinitialspace=dialect.skipinitialspace, encoding=dialect.encoding)
     # every column needs a role, as for anonymize: one nobody named would go out raw
+    key_column = job["key"]
     roles = column_roles([str(c) for c in df.columns], {
-        "sensitive": as_list(sensitive),
-        "identifiers": [*as_list(identifiers), *([key] if key in df.columns else [])],
-        "insensitive": "*" if (insensitive or "").strip() == "*" else as_list(insensitive),
-        "drop": as_list(drop), "hierarchies": request.hierarchies, "kinds": request.kinds,
-        "options": typed}, as_list(qi))
+        **job, "identifiers": [*job["identifiers"],
+                               *([key_column] if key_column in df.columns else [])],
+        "hierarchies": request.hierarchies}, job["quasi_identifiers"])
     dropped = [name for name, role in roles.items() if role == "drop"]
     if dropped:
         df = df.drop(columns=dropped)
     with _open(history, secret_file, create=True) as store:
-        info = publish(store, df, request, output, allow_breach=allow_breach,
+        info = publish(store, df, request, target, allow_breach=allow_breach,
                        new_lineage=new_lineage)
     click.echo(f"published release {info.seq} of {info.dataset!r}: {info.n_released_rows} "
                f"rows in {info.n_classes} classes -> {info.output_path} "

@@ -104,6 +104,8 @@ class PublishRequest:
     options: Mapping[str, object] = field(default_factory=dict)
     hierarchies: Mapping[str, Hierarchy] = field(default_factory=dict)
     kinds: Mapping[str, Kind | str] = field(default_factory=dict)
+    #: ordinal columns' values, low to high
+    orders: Mapping[str, Sequence[object]] = field(default_factory=dict)
 
 
 @dataclass
@@ -518,7 +520,8 @@ def _schema(df: pd.DataFrame, request: PublishRequest) -> Schema:
     if request.key not in identifiers:
         identifiers.append(request.key)
     return Schema.from_roles(df, request.quasi_identifiers, list(request.sensitive),
-                             identifiers, kinds=request.kinds, hierarchies=request.hierarchies)
+                             identifiers, kinds=request.kinds, hierarchies=request.hierarchies,
+                             orders=request.orders or None)
 
 
 def _check_same_roles(previous: ReleaseInfo, schema: Schema, request: PublishRequest) -> None:
