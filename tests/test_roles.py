@@ -160,3 +160,25 @@ def test_release_publish_needs_a_role_for_every_column_too(table: Path,
     code, output = run(*publish, "--insensitive", "sex", "--drop", "income,note")
     assert code == 0, output
     assert list(pd.read_csv(out).columns) == ["age", "zip", "sex", "disease"]
+
+
+def test_the_python_api_needs_a_role_for_every_column() -> None:
+    """As on the command line: a column nobody named is an error naming it, never released
+    raw; ``insensitive`` releases columns unchanged (``"*"``: all the others)."""
+    import pandas as pd
+
+    from anonkit import Mondrian
+    from anonkit.errors import InputError
+
+    df = pd.DataFrame({"age": [20, 21, 22, 23], "zip": [1, 1, 2, 2], "name": list("abcd"),
+                       "note": list("wxyz"), "d": list("xyxy")})
+    with pytest.raises(InputError, match=r"no role: name, note\. Give every column a role"):
+        Mondrian(k=2).anonymize(df, ["age", "zip"], "d")
+    with pytest.raises(InputError, match="'d' is given two roles"):
+        Mondrian(k=2).anonymize(df, ["age", "zip"], "d", insensitive=["d"])
+    release = Mondrian(k=2).anonymize(df, ["age", "zip"], "d", identifiers=["name"],
+                                      insensitive=["note"])
+    assert list(release.data.columns) == ["age", "zip", "note", "d"]
+    assert list(Mondrian(k=2).anonymize(df, ["age", "zip"], "d", identifiers=["name"],
+                                        insensitive="*").data.columns) == \
+        ["age", "zip", "note", "d"]

@@ -74,8 +74,14 @@ class Schema:
         kinds: Mapping[str, Kind | str] | None = None,
         hierarchies: Mapping[str, Hierarchy] | None = None,
         orders: Mapping[str, Sequence[object]] | None = None,
+        insensitive: Sequence[str] | str | None = None,
     ) -> Schema:
-        """Name the roles of ``df``'s columns; kinds are inferred where not given."""
+        """Name the roles of ``df``'s columns; kinds are inferred where not given.
+
+        ``insensitive``: the columns released unchanged (``"*"``: every column given no
+        other role). When given (even empty), every column needs a role: one nobody named
+        would go out raw, so it is an error naming the columns. None (for callers that
+        pass only the columns they work on) releases unnamed columns unchanged."""
         check_column_names(df)
         sensitive = [sensitive] if isinstance(sensitive, str) else list(sensitive or ())
         quasi_identifiers = list(quasi_identifiers)
@@ -102,6 +108,22 @@ class Schema:
                         f"{role.value}; give it one"
                     )
                 named[name] = role
+        if insensitive is not None and insensitive != "*":
+            unchanged = [insensitive] if isinstance(insensitive, str) else list(insensitive)
+            for name in unchanged:
+                if name not in df.columns:
+                    raise InputError(f"unknown column {name!r} given as insensitive; the "
+                                     f"table has: {', '.join(map(str, df.columns))}")
+                if name in named:
+                    raise InputError(f"column {name!r} is given two roles: "
+                                     f"{named[name].value} and insensitive; give it one")
+            nobody = [str(c) for c in df.columns if c not in named and c not in unchanged]
+            if nobody:
+                raise InputError(
+                    f"column(s) with no role: {', '.join(nobody)}. Give every column a role: "
+                    f"quasi_identifiers, sensitive, identifiers (dropped) or insensitive "
+                    f"(released unchanged; insensitive='*' for all the others), or leave "
+                    f"the column out of the DataFrame")
         for mapping, what in ((kinds, "a kind"), (hierarchies, "a hierarchy"),
                               (orders, "an order")):
             for name in mapping:

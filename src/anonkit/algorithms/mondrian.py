@@ -137,8 +137,11 @@ class Mondrian:
         kinds: Mapping[str, Kind | str] | None = None,
         schema: Schema | None = None,
         progress: Progress | None = None,
+        insensitive: Sequence[str] | str = (),
     ) -> Release:
         """Anonymize ``df`` (not modified) and verify the release; see :class:`Mondrian`.
+        Every column needs a role: ``insensitive`` names those released unchanged (``"*"``:
+        all the others); an unnamed column is an error, never released raw.
         ``progress`` is told each step as it runs (see :data:`anonkit.pipeline.Progress`)."""
         step = progress or no_progress
         timings: dict[str, float] = {}
@@ -148,7 +151,8 @@ class Mondrian:
                 if quasi_identifiers is None:
                     raise InputError("name the quasi-identifiers (--qi a,b,c)")
                 schema = Schema.from_roles(df, quasi_identifiers, sensitive, identifiers,
-                                           kinds=kinds, hierarchies=hierarchies)
+                                           kinds=kinds, hierarchies=hierarchies,
+                                           insensitive=insensitive)
             table = encode(df, schema, allow_missing=self.allow_missing)
             models = self._resolved_models(
                 [SensitiveAttribute.from_encoded(c) for c in table.sensitive])
