@@ -21,7 +21,8 @@ from anonkit.report import render_check_report, render_report
 from complexity import GROWTH_BOUND, growth
 
 QIS = ["age", "sex", "race", "education", "marital-status"]
-SECTIONS = ["summary", "verdicts", "classes", "qis", "risk", "utility", "glossary"]
+SECTIONS = ["summary", "verdicts", "classes", "qis", "sensitive", "risk", "utility",
+            "glossary"]
 EVIL = "<script>alert('x')</script>"
 
 
@@ -100,8 +101,8 @@ def test_report_has_every_section(page, result) -> None:
 def test_report_is_self_contained(page) -> None:
     assert_self_contained(page)
     images = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
-    # class sizes, one per QI, risk, NCP
-    assert len(images) == 1 + len(QIS) + 2
+    # class sizes, one per QI, one per sensitive attribute, risk, NCP
+    assert len(images) == 1 + len(QIS) + 1 + 2
     for data in images:
         assert base64.b64decode(data).startswith(b"\x89PNG\r\n\x1a\n")
     assert "<style>" in page and ".card" in page  # the stylesheet is inlined
@@ -203,3 +204,110 @@ def test_adult_report_grows_linearly(tmp_path) -> None:
                    runs=1)
     assert ratio < GROWTH_BOUND, ratio
     assert Path(tmp_path / "adult.html").stat().st_size < 3_000_000
+
+
+# -- what a steward's first day found in the report ------------------------------------------
+
+
+def test_the_original_panel_shows_the_most_frequent_values() -> None:
+    """A numeric column with a few more values than bars (20): the bars are the most
+    frequent values, in value order -- not the lowest values, cut."""
+    from anonkit.report import plots
+
+    # value 16 is the most frequent and the largest: a cut by value order would hide it
+    values = pd.Series(np.repeat(np.arange(1, 21), [1] * 19 + [50]))
+    seen: list[list[str]] = []
+    real = plots._draw_bars
+    try:
+        plots._draw_bars = lambda ax, labels, *a, **k: (seen.append(labels),
+                                                        real(ax, labels, *a, **k))[1]
+        plots.qi_plot(values, values)
+    finally:
+        plots._draw_bars = real
+    original = seen[0]
+    assert "20" in original and original[-1].endswith("other values")
+    shown = [int(x) for x in original[:-1]]
+    assert shown == sorted(shown)
+
+
+def test_share_labels_never_round_a_present_category_to_zero() -> None:
+    from anonkit.report.plots import share_text
+
+    assert share_text(0.0) == "0.0%" and share_text(1 / 30162) == "<0.1%"
+    assert share_text(0.0005) == "0.1%" and share_text(0.256) == "25.6%"
+
+
+def test_the_class_size_axis_reaches_k() -> None:
+    """All classes far above k: the axis still reaches k, where the dashed line is."""
+    from anonkit.report import plots
+
+    limits = []
+    real = plots.to_chart
+
+    def capture(fig):  # the axes' x limits, before the figure becomes a PNG
+        limits.extend(ax.get_xlim() for ax in fig.axes)
+        return real(fig)
+
+    plots.to_chart = capture
+    try:
+        plots.class_size_plot(np.array([40, 41, 45]), 10)
+        plots.class_size_plot(np.arange(100, 400), 10)
+    finally:
+        plots.to_chart = real
+    assert all(lo < 10 for lo, _ in limits)
+
+
+def test_sensitive_section_names_the_weakest_classes(page, result) -> None:
+    section = page[page.index('<section id="sensitive">'):]
+    section = section[:section.index("</section>")]
+    assert "<h3>salary-class</h3>" in section and "Weakest classes" in section
+    for measure in ("l: distinct values", "t: distance (EMD)", "δ: max |log ratio|"):
+        assert section.count(measure) == 3
+    # the weakest class for l holds the fewest distinct values of any class
+    from anonkit.checker import check
+
+    report = check(result.data, QIS, "salary-class", ["l=1"])
+    fewest = int(report.verdicts[0].measured)
+    first_l_row = section[section.index("l: distinct values"):]
+    assert f'<td class="num">{fewest}</td>' in first_l_row[:200]
+
+
+def test_labels_from_several_hierarchy_levels_are_explained(tmp_path) -> None:
+    ds = load_adult()
+    data = ds.data.head(3000)
+    release = Mondrian(k=10).anonymize(data, quasi_identifiers=QIS, sensitive="salary-class",
+                                       hierarchies={"education": ds.hierarchies["education"]},
+                                       insensitive="*")
+    text = render_report(release, data, tmp_path / "r.html").read_text(encoding="utf-8")
+    card = text[text.index("<h3>education</h3>"):]
+    card = card[:card.index("</div></div>") + 200]
+    levels = {lvl for lvl in range(ds.hierarchies["education"].height)
+              if set(release.data["education"].astype(str)) &
+              {str(x) for x in ds.hierarchies["education"].labels[:, lvl]}}
+    assert len(levels) >= 2  # this release does mix levels
+    assert f"Labels from {len(levels)} levels of the hierarchy" in text
+
+
+def test_the_report_header_names_files_digest_version_and_command(tmp_path) -> None:
+    import hashlib
+
+    from click.testing import CliRunner
+
+    from anonkit import __version__
+    from anonkit.cli import main
+
+    src = tmp_path / "in.csv"
+    load_adult().data.head(500).to_csv(src, index=False)
+    out, report = tmp_path / "out.csv", tmp_path / "r.html"
+    result = CliRunner().invoke(main, ["anonymize", str(src), "-o", str(out), "--qi",
+                                       ",".join(QIS), "--sensitive", "salary-class",
+                                       "--insensitive", "*", "-k", "5", "--report",
+                                       str(report)])
+    assert result.exit_code == 0, result.output
+    text = report.read_text(encoding="utf-8")
+    head = text[:text.index("</header>")] if "</header>" in text else text[:20000]
+    assert hashlib.sha256(out.read_bytes()).hexdigest() in head
+    assert str(src) in head and str(out) in head and __version__ in head
+    # (the command shown is sys.argv: pytest's own under CliRunner)
+    assert 'command <span class="mono">anonkit' in head
+    assert "not yet written" not in text

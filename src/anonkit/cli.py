@@ -542,8 +542,11 @@ def run_anonymize(job: dict[str, Any], progress: bool = True) -> dict[str, Any]:
                 pending_report = report.with_name(f".{report.name}.{os.getpid()}.pending")
                 import shlex
 
+                from anonkit.report.html import RELEASE_DIGEST_PENDING
+
                 render_report(result, df, pending_report, provenance={
                     "input": str(job["input"]), "release": str(job["output"]),
+                    "release SHA-256": RELEASE_DIGEST_PENDING,
                     "command": shlex.join(["anonkit", *sys.argv[1:]])})
         with bar.step("writing", len(df)):
             t0 = time.perf_counter()
@@ -551,6 +554,10 @@ def run_anonymize(job: dict[str, Any], progress: bool = True) -> dict[str, Any]:
                          column_order=table.column_names)
             result.timings["write"] = time.perf_counter() - t0
         if pending_report is not None and report is not None:
+            from anonkit.io import sha256_file
+            from anonkit.report.html import fill_release_digest
+
+            fill_release_digest(pending_report, sha256_file(job["output"]))
             os.replace(pending_report, report)
             pending_report = None
     finally:

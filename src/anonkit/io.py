@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import codecs
 import csv
+import hashlib
 import os
 import re
 import secrets
@@ -1038,6 +1039,15 @@ def atomic_write(path: str | Path) -> Iterator[Path]:
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
+
+
+def sha256_file(path: str | Path) -> str:
+    """The SHA-256 of a file's bytes, as hex (read in 1 MiB blocks)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _fsync(path: Path) -> None:

@@ -67,6 +67,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import URL, Connection, Engine, make_url
 
 from anonkit.errors import ConcurrentPublishError, HistoryError
+from anonkit.io import sha256_file
 from anonkit.models.base import CrossReleaseRequirement
 from anonkit.releases.secret import (
     Secret,
@@ -1081,14 +1082,6 @@ def _fetch_raw(conn: Connection, query: sa.Select[tuple[object, ...]]) -> list[t
         return cursor.fetchall()
     finally:
         cursor.close()
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def fsync_directory(path: Path) -> None:

@@ -304,6 +304,7 @@ def render_report(result: AnonymizationResult, original: pd.DataFrame, path: str
                         if result.n_counterfeits else "") + ").</p>"),
             _class_size_section(sizes, k, plots) if len(sizes) else "",
             _qi_section(result, original, qis, plots),
+            _sensitive_section(result, class_ids, n_classes, first_row, plots),
             _risk_section(sizes, threshold, plots,
                           int(population) if population is not None else None,
                           len(result.data) + suppressed) if len(sizes) else "",
@@ -311,8 +312,8 @@ def render_report(result: AnonymizationResult, original: pd.DataFrame, path: str
             _glossary(),
         ]
     nav = [("summary", "Summary"), ("verdicts", "Privacy models"), ("classes", "Classes"),
-           ("qis", "Quasi-identifiers"), ("risk", "Risk"), ("utility", "Utility"),
-           ("glossary", "Definitions")]
+           ("qis", "Quasi-identifiers"), ("sensitive", "Sensitive"), ("risk", "Risk"),
+           ("utility", "Utility"), ("glossary", "Definitions")]
     elapsed = time.perf_counter() - t0
     from anonkit import __version__
 
@@ -329,6 +330,20 @@ def render_report(result: AnonymizationResult, original: pd.DataFrame, path: str
         subtitle += (" · <b>seeded</b>: its randomness came from a given seed, for tests "
                      "and studies only")
     return _write_page(path, title, subtitle, result.verdicts, nav, sections)
+
+
+#: what a report shows for the release's SHA-256 until the release is written: the report is
+#: drawn first (a failure then leaves no release), the digest filled in just before the
+#: report is renamed into place (:func:`fill_release_digest`)
+RELEASE_DIGEST_PENDING = "(sha-256 of the release: not yet written)"
+
+
+def fill_release_digest(path: str | Path, digest: str) -> None:
+    """Put the written release's SHA-256 into a report drawn with
+    :data:`RELEASE_DIGEST_PENDING` in its provenance."""
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace(e(RELEASE_DIGEST_PENDING), digest, 1), encoding="utf-8")
 
 
 def _write_page(path: str | Path, title: str, subtitle: str, verdicts: Sequence[Verdict],
@@ -413,13 +428,92 @@ def _qi_section(result: AnonymizationResult, original: pd.DataFrame, qis: Sequen
                 f'<span class="meta">NCP {_pct(ncp, 1)}</span>' if ncp is not None else ""]
         uri = plots.qi_plot(original[name], result.data[name])
         cards.append(f'<div class="card"><div class="qi-head"><h3>{e(name)}</h3>'
-                     f'{"".join(meta)}</div>{_figure(uri, f"distribution of {name}")}</div>')
+                     f'{"".join(meta)}</div>{_figure(uri, f"distribution of {name}")}'
+                     f'{_mixed_levels_note(spec, result.data[name])}</div>')
     note = ('<p class="note">Left: the original values; right: the released ones, as shares '
             "of rows. Bars show the most frequent values (the grey bar sums the rest). A "
             "numeric or date column with many values is a histogram, and its release is drawn "
             "on the same bins with each label's rows spread evenly over the range of values "
             "it stands for: what an analyst can reconstruct from the release.</p>")
     return _section("qis", "Quasi-identifiers before and after", note + "".join(cards))
+
+
+def _mixed_levels_note(spec: object, released: pd.Series) -> str:
+    """When a column's labels come from several levels of its hierarchy, say why: each
+    class is generalized only as far as its own rows need (multidimensional), so a leaf
+    and one of its ancestors can both appear, and their rows overlap in meaning."""
+    hierarchy = getattr(spec, "hierarchy", None)
+    if hierarchy is None:
+        return ""
+    labels = set(pd.unique(released.dropna().astype(str)))
+    levels = []
+    for level in range(hierarchy.height):
+        at_level = labels & {str(x) for x in np.unique(hierarchy.labels[:, level])}
+        if at_level:
+            levels.append((level, len(at_level), sorted(at_level)[0]))
+    if len(levels) < 2:
+        return ""
+    described = "; ".join(f"level {level}: {n} label{'s' if n != 1 else ''} (e.g. "
+                          f"<code>{e(example)}</code>)" for level, n, example in levels)
+    return (f'<p class="note">Labels from {len(levels)} levels of the hierarchy ({described}). '
+            "Mondrian generalizes each class only as far as its own rows need, so a value "
+            "and one of its ancestors can both be released: a row labelled with an "
+            "ancestor may hold any value below it. Compare labels by the values they "
+            "cover, not as separate categories.</p>")
+
+
+def _sensitive_section(result: AnonymizationResult, class_ids: np.ndarray, n_classes: int,
+                       first_row: np.ndarray, plots: ModuleType) -> str:
+    """Per sensitive attribute: its distribution and each class's number of distinct
+    values, then the weakest classes for l (fewest distinct values), t (farthest from the
+    whole table's distribution) and δ (largest log-ratio of a value's share in a class
+    to its share overall), whichever models the release was asked to meet."""
+    from anonkit.checker import _sensitive_attribute, bind_models
+    from anonkit.models.base import Classes
+    from anonkit.models.closeness import TCloseness
+    from anonkit.models.diversity import DistinctLDiversity
+    from anonkit.models.likeness import DeltaDisclosure
+
+    names = [s for s in result.schema.sensitive if s in result.data.columns]
+    if not names or n_classes == 0:
+        return ""
+    qis = list(result.schema.quasi_identifiers)
+    shown = [result.group_column] if result.group_column is not None else qis
+    cards = []
+    for name in names:
+        spec = result.schema[name]
+        attribute = _sensitive_attribute(
+            result.data[name], name, {name: spec.kind} if spec.kind else None,
+            {name: spec.hierarchy} if spec.hierarchy is not None else None,
+            {name: spec.order} if spec.order else None)
+        classes = Classes(class_ids, n_classes, [attribute])
+        measures = bind_models([DistinctLDiversity(1), TCloseness(1.0),
+                                DeltaDisclosure(1.0)], [attribute])
+        rows = []
+        for model, what in zip(measures, ("l: distinct values", "t: distance (EMD)",
+                                          "δ: max |log ratio|"), strict=True):
+            levels = np.asarray(model.levels(classes), dtype=np.float64)
+            order = np.argsort(levels if model.higher_is_better else -levels, kind="stable")
+            for c in order[:3]:
+                labels = ", ".join(f"{q}={_plain(result.data[q].iloc[int(first_row[c])])}"
+                                   for q in shown)
+                rows.append(f"<tr><td>{e(what)}</td><td class=\"num\">{e(_num(levels[c]))}"
+                            f"</td><td class=\"num\">{_int(classes.sizes[c])}</td>"
+                            f"<td class=\"values\">{e(labels)}</td></tr>")
+        table = ('<table><thead><tr><th>Measure</th><th class="num">Value</th>'
+                 '<th class="num">Rows</th><th>Class</th></tr></thead><tbody>'
+                 + "".join(rows) + "</tbody></table>")
+        uri = plots.sensitive_plot(result.data[name], class_ids, n_classes)
+        cards.append(f'<div class="card"><h3>{e(name)}</h3>'
+                     f'{_figure(uri, f"distribution of {name}")}'
+                     f"<h3>Weakest classes</h3>{table}</div>")
+    note = ('<p class="note">Each sensitive attribute over the whole release and per class '
+            "(classes as an adversary groups the rows), and the three weakest classes for "
+            "each measure, whatever models were required: the fewest distinct values (l), "
+            "the largest distance to the whole release's distribution (t), the largest "
+            "log-ratio of a value's share in the class to its share overall (δ; ∞ when a "
+            "value of the table is absent from the class).</p>")
+    return _section("sensitive", "Sensitive attributes", note + "".join(cards))
 
 
 def _utility_section(metrics: Mapping[str, float], qis: Sequence[str], plots: ModuleType) -> str:
@@ -441,6 +535,10 @@ def _utility_section(metrics: Mapping[str, float], qis: Sequence[str], plots: Mo
             _stat("Sum of group ranges", _num(metrics.get("ke.error", 0)),
                   f"{_num(metrics.get('ke.groups', 0))} groups"),
         ])
+    if "count_query.relative_error" in metrics:  # m-invariance: COUNT queries
+        cards += _stat("COUNT query error", _pct(metrics["count_query.relative_error"]),
+                       f"mean relative error, {_num(metrics.get('count_query.queries', 0))} "
+                       f"random queries over QI ranges × sensitive value")
     figure = ""
     if ncp:
         figure = ('<div class="card">' + _figure(

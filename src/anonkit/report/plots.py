@@ -168,7 +168,9 @@ def class_size_plot(sizes: np.ndarray, k: float | None) -> Chart:
         _rects(right, values - 0.4, values + 0.4, 0, rows, RELEASED)
         for ax in (left, right):
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-            ax.set_xlim(lo - 1, hi + 1)
+            # the axis reaches the required k, so its dashed line is always drawn
+            ax.set_xlim(min(lo, k if k is not None else lo) - 1,
+                        max(hi, k if k is not None else hi) + 1)
     else:
         edges = np.unique(np.geomspace(lo, hi + 1, 40).round().astype(np.int64))
         counts, _ = np.histogram(sizes, bins=edges)
@@ -177,7 +179,7 @@ def class_size_plot(sizes: np.ndarray, k: float | None) -> Chart:
         _rects(right, edges[:-1], edges[1:], 0, rows, RELEASED, edge="white")
         for ax in (left, right):
             ax.set_xscale("log")
-            ax.set_xlim(edges[0] / 1.1, edges[-1] * 1.1)
+            ax.set_xlim(min(edges[0], k or edges[0]) / 1.1, max(edges[-1], k or 0) * 1.1)
     _ylim_from_zero(left, float(counts.max()))
     _ylim_from_zero(right, float(rows.max()))
     left.set_title("Classes by size")
@@ -318,11 +320,19 @@ def _hbars(ax, labels: list[str], values: np.ndarray, colors: list[str], upper: 
     at_left = ax.get_yaxis_transform()
     for yi, label, value in zip(y, labels, values, strict=True):
         ax.text(-0.012, yi, label, transform=at_left, ha="right", va="center")
-        ax.text(value, yi, f" {value:.1%}", va="center", fontsize=value_size,
+        ax.text(value, yi, f" {share_text(value)}", va="center", fontsize=value_size,
                 color=value_color, zorder=4,
                 bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5} if boxed
                 else None)
     ax.grid(axis="y", visible=False)
+
+
+def share_text(share: float) -> str:
+    """A share as a percentage with one decimal; a non-zero share below 0.05 % is never
+    shown as 0.0 %."""
+    if 0 < share < 0.0005:
+        return "<0.1%"
+    return f"{share:.1%}"
 
 
 def _share_axis(axis) -> None:
@@ -388,8 +398,11 @@ def qi_plot(original: pd.Series, released: pd.Series) -> Chart:
     orig_continuous = _is_continuous(original, len(orig_counts))
     rel_continuous = _is_continuous(released, len(rel_counts))
     mags = _magnitudes(original)
-    if not orig_continuous and mags is not None:  # few numeric values: in value order
-        orig_counts = orig_counts.sort_index(kind="stable")
+    if not orig_continuous and mags is not None:
+        # few numeric values: the most frequent ones shown, in value order
+        shown = _n_shown(len(orig_counts))
+        orig_counts = pd.concat([orig_counts.iloc[:shown].sort_index(kind="stable"),
+                                 orig_counts.iloc[shown:]])
     aligned = mags is not None and len(original) == len(released)
     spread = orig_continuous and not rel_continuous and aligned
     if not rel_continuous and aligned and not spread:
@@ -484,3 +497,41 @@ def _in_value_order(counts: pd.Series, released: pd.Series, mags: np.ndarray) ->
     top = counts.iloc[:shown]
     pos = position.reindex(top.index.astype(object)).to_numpy()
     return pd.concat([top.iloc[np.argsort(pos, kind="stable")], counts.iloc[shown:]])
+
+
+# --------------------------------------------------------------------------- sensitive
+
+
+def sensitive_plot(values: pd.Series, class_ids: np.ndarray, n_classes: int) -> Chart:
+    """A sensitive attribute: its distribution over the whole release (bars of the most
+    frequent values, or a histogram of a numeric one with many values), and per class the
+    number of distinct values it holds -- what l-diversity bounds."""
+    values = values.reset_index(drop=True)
+    counts = values.value_counts(dropna=False, sort=True)
+    continuous = _is_continuous(values, len(counts))
+    codes, _ = pd.factorize(values, use_na_sentinel=False)
+    pairs = np.unique(np.asarray(class_ids, dtype=np.int64) * (int(codes.max(initial=0)) + 1)
+                      + codes)
+    distinct = np.bincount(pairs // (int(codes.max(initial=0)) + 1), minlength=n_classes)
+    bars = None if continuous else _bar_data(counts, len(values), "values")
+    fig = _figure(max(2.6, 0.21 * (len(bars[0]) if bars else 0) + 1.0))
+    left, right = _panels(fig, [NUMBER_MARGIN if bars is None else _label_margin(bars[0]) + 0.1,
+                                NUMBER_MARGIN])
+    if bars is None:
+        _hist(left, values, 40, ORIGINAL)
+    else:
+        upper = min(float(bars[1].max(initial=0)) * 1.22 + 0.01, 1.2)
+        _draw_bars(left, *bars, upper=upper, color=ORIGINAL)
+    left.set_title(f"Whole release: {len(counts):,} distinct value"
+                   f"{'' if len(counts) == 1 else 's'}")
+    levels, per_level = np.unique(distinct, return_counts=True)
+    _rects(right, levels - 0.4, levels + 0.4, 0, per_level, RELEASED)
+    right.set_xlim(levels.min(initial=1) - 1, levels.max(initial=1) + 1)
+    _ylim_from_zero(right, float(per_level.max(initial=0)))
+    right.xaxis.set_major_locator(MaxNLocator(integer=True))
+    right.yaxis.set_major_locator(MaxNLocator(integer=True))
+    right.set_title("Classes by their number of distinct values")
+    right.set_xlabel("distinct values in the class")
+    right.set_ylabel("classes")
+    right.grid(axis="x", visible=False)
+    return to_chart(fig)
