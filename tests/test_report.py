@@ -311,3 +311,22 @@ def test_the_report_header_names_files_digest_version_and_command(tmp_path) -> N
     # (the command shown is sys.argv: pytest's own under CliRunner)
     assert 'command <span class="mono">anonkit' in head
     assert "not yet written" not in text
+
+
+def test_the_report_warns_that_unchanged_columns_link_releases(tmp_path) -> None:
+    from click.testing import CliRunner
+
+    from anonkit.cli import main
+
+    src = tmp_path / "in.csv"
+    load_adult().data.head(300).to_csv(src, index=False)
+    report = tmp_path / "r.html"
+    result = CliRunner().invoke(main, ["anonymize", str(src), "-o", str(tmp_path / "o.csv"),
+                                       "--qi", "age,sex", "--sensitive", "salary-class",
+                                       "--insensitive", "race,education", "--drop",
+                                       "marital-status,native-country,workclass,occupation",
+                                       "-k", "5", "--report", str(report)])
+    assert result.exit_code == 0, result.output
+    text = report.read_text(encoding="utf-8")
+    row = text[text.index("Released unchanged"):][:400]
+    assert "race, education" in row and "link a person's rows across releases" in row

@@ -547,7 +547,8 @@ def run_anonymize(job: dict[str, Any], progress: bool = True) -> dict[str, Any]:
                 render_report(result, df, pending_report, provenance={
                     "input": str(job["input"]), "release": str(job["output"]),
                     "release SHA-256": RELEASE_DIGEST_PENDING,
-                    "command": shlex.join(["anonkit", *sys.argv[1:]])})
+                    "command": shlex.join(["anonkit", *sys.argv[1:]])},
+                    unchanged=unchanged.column_names)
         with bar.step("writing", len(df)):
             t0 = time.perf_counter()
             result.write(job["output"], unchanged=unchanged, verbatim=verbatim,

@@ -28,6 +28,7 @@ from anonkit.io import atomic_write
 from anonkit.metrics import journalist_risk, marketer_risk, prosecutor_risk, sample_uniques
 from anonkit.models.base import Verdict
 from anonkit.release import Release as AnonymizationResult
+from anonkit.table import Role
 
 if TYPE_CHECKING:
     from anonkit.report.plots import Chart
@@ -259,13 +260,17 @@ def _risk_section(sizes: np.ndarray, threshold: float, plots: ModuleType,
 
 def render_report(result: AnonymizationResult, original: pd.DataFrame, path: str | Path, *,
                   title: str | None = None,
-                  provenance: Mapping[str, str] | None = None) -> Path:
+                  provenance: Mapping[str, str] | None = None,
+                  unchanged: Sequence[str] = ()) -> Path:
     """Write the HTML report of ``result`` (anonymized from ``original``) to ``path``.
 
     Sections: summary (method, parameters, rows in and out, classes, timings), verdicts,
     class sizes, the before/after distribution of every quasi-identifier, risk, utility.
     ``provenance``: what made the release, shown under the title (the command line passes
-    the input file, the release file and the command). Written atomically: a reader never
+    the input file, the release file and the command). ``unchanged``: columns written
+    beside the release as they were (the command line keeps them out of ``result``); with
+    the release's own insensitive columns they are named in the summary, with the warning
+    that they can link a person's rows across releases. Written atomically: a reader never
     sees half a report. Returns the path.
     """
     t0 = time.perf_counter()
@@ -292,7 +297,7 @@ def render_report(result: AnonymizationResult, original: pd.DataFrame, path: str
 
     with plots.style():
         sections = [
-            _summary_section(result, original, sizes, suppressed),
+            _summary_section(result, original, sizes, suppressed, unchanged),
             _section("verdicts", "Privacy models",
                      _verdict_table(result.verdicts, [None] * len(result.verdicts),
                                     worst_values)
@@ -373,7 +378,7 @@ def _is_missing(value: object) -> bool:
 
 
 def _summary_section(result: AnonymizationResult, original: pd.DataFrame, sizes: np.ndarray,
-                     suppressed: int) -> str:
+                     suppressed: int, unchanged: Sequence[str] = ()) -> str:
     m = result.metrics
     cards = "".join([
         _stat("Rows in", _int(len(original))),
@@ -392,6 +397,13 @@ def _summary_section(result: AnonymizationResult, original: pd.DataFrame, sizes:
              ("Sensitive", _value(params.pop("sensitive", result.schema.sensitive)))]
     identifiers = result.schema.identifiers
     roles.append(("Identifiers (dropped)", _value(identifiers)))
+    as_they_were = [*result.schema.names(Role.INSENSITIVE),
+                    *[c for c in unchanged if c not in result.schema.names(Role.INSENSITIVE)]]
+    if as_they_were:
+        roles.append(("Released unchanged", _value(as_they_were)
+                      + '<div class="details">Columns released as they were can link a '
+                        "person's rows across releases, and identify people by "
+                        "themselves: release only what the recipients need.</div>"))
     roles.append(("Release kind", e(result.kind.value)))
     roles.append(("Threat model across releases", e(result.threat_model.value)))
     if result.group_column is not None:
