@@ -313,8 +313,40 @@ static PyObject *ke_partition(PyObject *self, PyObject *args) {
     return Py_BuildValue("(LdL)", n_groups, cost, checks);
 }
 
+/* exact_scaled(values float64[n], scale, out int64[n]) -> bool: whether every value is
+   exactly rint(value * scale) / scale with |rint(value * scale)| < 2^50, writing those
+   integers to out -- numpy's rint / isfinite / max / divide / compare / astype in one pass,
+   without temporaries. Stops at the first value that is not. */
+static PyObject *ke_exact_scaled(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer vb, ob;
+    double scale;
+    if (!PyArg_ParseTuple(args, "y*dw*", &vb, &scale, &ob)) return NULL;
+    Py_ssize_t n = vb.len / (Py_ssize_t)sizeof(double);
+    if (ob.len != vb.len) {
+        PyBuffer_Release(&vb); PyBuffer_Release(&ob);
+        PyErr_SetString(PyExc_ValueError, "exact_scaled: output length differs from input");
+        return NULL;
+    }
+    const double *v = (const double *)vb.buf;
+    int64_t *out = (int64_t *)ob.buf;
+    int exact = 1;
+    const double limit = 1125899906842624.0; /* 2^50 */
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double scaled = rint(v[i] * scale);
+        if (!(fabs(scaled) < limit) || scaled / scale != v[i]) { exact = 0; break; }
+        out[i] = (int64_t)scaled;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&vb); PyBuffer_Release(&ob);
+    return PyBool_FromLong(exact);
+}
+
 static PyMethodDef methods[] = {
     {"argsort", ke_argsort, METH_VARARGS, "Stable radix argsort of float64 keys."},
+    {"exact_scaled", ke_exact_scaled, METH_VARARGS,
+     "Whether values * scale are exact integers (below 2^50); writes them."},
     {"partition", ke_partition, METH_VARARGS, "Optimal (k,e) partition of sorted values."},
     {NULL, NULL, 0, NULL},
 };

@@ -104,13 +104,9 @@ def exact_integers(values: np.ndarray, places: int | None) -> np.ndarray | None:
     is taken only when it decides exactly as the floats do."""
     if places is None or not len(values):
         return None
-    scale = 10.0 ** places
-    scaled = np.rint(values * scale)
-    if not np.isfinite(scaled).all() or np.abs(scaled).max() >= 2.0 ** 50:
-        return None
-    if not (scaled / scale == values).all():
-        return None
-    return scaled.astype(np.int64)
+    ints = np.empty(len(values), dtype=np.int64)
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    return ints if _ke_c.exact_scaled(values, 10.0 ** places, ints) else None
 
 
 def sort_exact(values: np.ndarray, places: int | None
@@ -129,7 +125,10 @@ def sort_exact(values: np.ndarray, places: int | None
         return order, values[order], None
     sorted_ints = np.empty(len(values), dtype=np.int64)
     _ke_c.argsort(values, order, ints, sorted_ints)
-    return order, values[order], sorted_ints
+    # every value is exactly its integer / 10^places (exact_integers checked it): dividing
+    # in order reads memory in sequence, where values[order] would gather at random
+    assert places is not None
+    return order, sorted_ints / 10.0 ** places, sorted_ints
 
 
 def least_integer_spread(e: float, places: int) -> int:
