@@ -185,3 +185,42 @@ def test_the_cli_refuses_another_name_unless_new_lineage(tmp_path: Path) -> None
                                             str(tmp_path / "c1.csv"), "--new-lineage"])
     assert done.exit_code == 0, done.output
     assert "lineage: shares 10 records with 'ward'" in done.output
+
+
+def test_two_datasets_sharing_records_cannot_both_pass_the_lineage_gate(
+        history: HistoryTarget, tmp_path: Path) -> None:
+    """Two publishes of different datasets with the same records, interleaved: each checks
+    its lineage before the other is recorded. The second to commit is refused (nothing
+    written) instead of recording a lineage decision that never saw the first; published
+    again, it meets the lineage gate. A concurrent release of records nobody else holds
+    does not disturb it."""
+    from anonkit.errors import ConcurrentPublishError
+    from anonkit.releases.publish import PUBLISH_HOOKS
+
+    with open_store(history) as store:
+        # the other process: a release of 'ward-copy' recorded while 'ward' is being checked
+        def other_process() -> None:
+            PUBLISH_HOOKS.pop("written")
+            publish(store, WARD, ward("ward-copy", WARD_2), tmp_path / "copy.csv")
+
+        PUBLISH_HOOKS["written"] = other_process
+        with pytest.raises(ConcurrentPublishError, match=r"release 1 of 'ward-copy' was "
+                                                         r"published by another process"):
+            publish(store, WARD, ward("ward", WARD_1), tmp_path / "r1.csv")
+        assert store.datasets() == ["ward-copy"]
+        assert not (tmp_path / "r1.csv").exists()
+        with pytest.raises(LineageError, match="shares 10 records with dataset 'ward-copy'"):
+            publish(store, WARD, ward("ward", WARD_1), tmp_path / "r1.csv")
+
+        # unrelated records recorded meanwhile: no refusal
+        others = WARD.assign(pid=[f"Q{i}" for i in range(10)])
+        classes = {f"Q{i}": WARD_2[f"P{i}"] for i in range(10)}
+
+        def unrelated() -> None:
+            PUBLISH_HOOKS.pop("written")
+            publish(store, others, ward("clinic", classes), tmp_path / "c1.csv")
+
+        PUBLISH_HOOKS["written"] = unrelated
+        info = publish(store, WARD, ward("ward", WARD_1), tmp_path / "r1.csv",
+                       new_lineage=True)
+        assert info.seq == 1 and store.datasets() == ["clinic", "ward", "ward-copy"]

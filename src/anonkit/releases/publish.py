@@ -242,6 +242,8 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
     clock.lap("verify")
     release = prepare_release(result, request, seq, pseudonyms, len(df), persons=persons)
     clock.lap("summarize")
+    # read before the check: whatever is recorded after it, the commit refuses to overlook
+    release.lineage_mark = store.last_release_id()
     release.lineage = check_lineage(store, release, new_lineage)
     clock.lap("lineage")
     if not allow_breach and previous is not None:

@@ -342,6 +342,9 @@ class PreparedRelease:
     record_persons: list[bytes] | None = None
     #: the lineage decision recorded with the release (see ``check_lineage``)
     lineage: dict[str, object] | None = None
+    #: the history's last release id when the lineage was decided: a release of another
+    #: dataset recorded after it was not seen by that decision (see ``commit_release``)
+    lineage_mark: int | None = None
 
     @property
     def n_classes(self) -> int:
@@ -874,6 +877,11 @@ class HistoryStore:
         return (self.secret.record_hasher(dataset).hash_texts(texts),
                 self.secret.history_hasher().hash_texts(texts))
 
+    def last_release_id(self) -> int:
+        """The id of the history's latest recorded release (0: none)."""
+        with self.engine.connect() as conn:
+            return last_release_id(conn)
+
     def shared_records(self, dataset: str, persons: Sequence[bytes]) -> list[SharedRecords]:
         """What the records of history-wide pseudonyms ``persons`` share with every other
         dataset of the history: per dataset, how many of them it holds and in which releases,
@@ -929,10 +937,21 @@ class HistoryStore:
         The release must be number ``latest + 1`` of its dataset; if another process
         published that number first (or publishes it concurrently), nothing is written
         and :class:`ConcurrentPublishError` is raised.
+
+        Commits are serialized across the history (SQLite's write lock; a transaction-level
+        advisory lock on PostgreSQL), and a release whose lineage was decided before a
+        release of another dataset was recorded (``lineage_mark``) is refused the same way:
+        two publishes of different datasets sharing records could otherwise both pass the
+        lineage gate, each before the other was recorded.
         """
         _check_names(release)
         try:
             with self._write() as conn:
+                if conn.dialect.name == "postgresql":
+                    conn.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"),
+                                 {"key": _COMMIT_LOCK})
+                if release.lineage_mark is not None:
+                    _refuse_unseen_releases(conn, release)
                 latest = conn.execute(
                     sa.select(sa.func.max(releases_table.c.seq))
                     .where(releases_table.c.dataset == release.dataset)).scalar()
@@ -1275,6 +1294,43 @@ def _check_names(release: PreparedRelease) -> None:
     if len(release.method) > 100:
         raise HistoryError(f"the method name {release.method[:40]!r}... is longer than 100 "
                            f"characters; nothing was written")
+
+
+#: PostgreSQL advisory lock key that serializes commits of releases (any 64-bit number that
+#: no other application of the database uses for its own lock: "anonkit" in ASCII)
+_COMMIT_LOCK = int.from_bytes(b"anonkit", "big")
+
+
+def last_release_id(conn: Connection) -> int:
+    """The id of the history's latest recorded release (0: none)."""
+    return int(conn.execute(sa.select(sa.func.max(releases_table.c.id))).scalar() or 0)
+
+
+def _refuse_unseen_releases(conn: Connection, release: PreparedRelease) -> None:
+    """Inside the commit: refuse when a release of another dataset that shares records
+    with this one was recorded after the lineage decision (ids grow in commit order:
+    commits are serialized). A release without history-wide pseudonyms cannot tell, and
+    counts as sharing."""
+    candidates = conn.execute(
+        sa.select(releases_table.c.id, releases_table.c.dataset, releases_table.c.seq)
+        .where(releases_table.c.id > release.lineage_mark,
+               releases_table.c.dataset != release.dataset)
+        .order_by(releases_table.c.id)).all()
+    wanted = np.unique(np.array(release.record_persons or [], dtype="S16"))
+    unseen = []
+    for release_id, dataset, seq in candidates:
+        persons = [r[0] for r in _fetch_raw(conn, sa.select(records_table.c.person_hash)
+                                            .where(records_table.c.release_id == release_id))]
+        known = np.array([bytes(p) for p in persons if p is not None], dtype="S16")
+        if len(known) < len(persons) or np.isin(known, wanted).any():
+            unseen.append((dataset, seq))
+    if unseen:
+        shown = ", ".join(f"release {seq} of {dataset!r}" for dataset, seq in unseen[:3])
+        raise ConcurrentPublishError(
+            f"release {release.seq} of dataset {release.dataset!r} was not recorded: "
+            f"{shown} was published by another process while this one was checked, and it "
+            f"may share records with this one; nothing was written. Publish again: the "
+            f"lineage check must see every recorded release")
 
 
 def _lost_race(release: PreparedRelease, latest: int | None) -> ConcurrentPublishError:
