@@ -206,15 +206,13 @@ static PyObject *ke_partition(PyObject *self, PyObject *args) {
     if (have_allowed) allowed = (const uint8_t *)ab.buf;
     const double *v = (const double *)vb.buf;
     int64_t *starts = (int64_t *)sb.buf;
-    double *f = NULL, *best = NULL;
-    int64_t *argbest = NULL, *parent = NULL, *runs = NULL;
+    double *f = NULL;
+    int64_t *parent = NULL, *runs = NULL;
     long long n_groups = -1, checks = 0;
     double cost = INFINITY;
     int ok = 0;
     Py_BEGIN_ALLOW_THREADS
     f = malloc((size_t)(n + 1) * sizeof *f);
-    best = malloc((size_t)(n + 1) * sizeof *best);
-    argbest = malloc((size_t)(n + 1) * sizeof *argbest);
     parent = malloc((size_t)(n + 1) * sizeof *parent);
     runs = malloc((size_t)(n + 1) * sizeof *runs);
     /* fresh records (not in the previous release): their positions, their runs of equal
@@ -222,11 +220,20 @@ static PyObject *ke_partition(PyObject *self, PyObject *args) {
     int64_t *fpos = malloc((size_t)(n + 1) * sizeof *fpos);
     int64_t *fruns = malloc((size_t)(n + 1) * sizeof *fruns);
     int64_t *deque = malloc((size_t)(n + 1) * sizeof *deque);
-    if (f && best && argbest && parent && runs && fpos && fruns && deque && n > 0 && k >= 1) {
+    if (f && parent && runs && fpos && fruns && deque && n > 0 && k >= 1) {
         ok = 1;
         f[0] = 0.0;
-        best[0] = -v[0];
-        argbest[0] = 0;
+        /* the least f[j] - v[j] over starts j <= bp, and its earliest j: the starts asked
+           for (J, or min(Jf, J)) never decrease with i, so a cursor replaces a prefix-minimum
+           array (on equal cost the earliest start wins, as in the chapter's algorithm) */
+        Py_ssize_t bp = 0, barg = 0;
+        double bval = -v[0];
+#define BEST_UPTO(P) \
+        while (bp < (P)) { \
+            bp++; \
+            double c_ = (allowed && !allowed[bp]) ? INFINITY : f[bp] - v[bp]; \
+            if (c_ < bval) { bval = c_; barg = bp; } \
+        }
         Py_ssize_t n_runs = 0; /* runs[r]: start of the r-th run of equal values */
         Py_ssize_t je = -1;    /* largest start whose range to v[i-1] is >= e */
         Py_ssize_t n_fresh = 0, n_fresh_runs = 0, fe = -1, pushed = 0, d0 = 0, dn = 0;
@@ -240,10 +247,13 @@ static PyObject *ke_partition(PyObject *self, PyObject *args) {
             parent[i] = -1;
             int may_end = !allowed || allowed[i] || i == n;
             if (!fresh) {
-                if (J >= 0 && may_end && isfinite(best[J])) {
-                    f[i] = best[J] + v[i - 1];
-                    parent[i] = argbest[J];
-                    checks++;
+                if (J >= 0 && may_end) {
+                    BEST_UPTO(J);
+                    if (isfinite(bval)) {
+                        f[i] = bval + v[i - 1];
+                        parent[i] = barg;
+                        checks++;
+                    }
                 }
             } else {
                 /* the fresh records of a group are what an adversary learns by subtracting
@@ -270,9 +280,12 @@ static PyObject *ke_partition(PyObject *self, PyObject *args) {
                 while (dn > d0 && deque[d0] <= last) d0++;
                 if (may_end && J >= 0) {
                     Py_ssize_t P = Jf < J ? Jf : J;
-                    if (P >= 0 && isfinite(best[P])) {
-                        f[i] = best[P] + v[i - 1];
-                        parent[i] = argbest[P];
+                    if (P >= 0) {
+                        BEST_UPTO(P);
+                        if (isfinite(bval)) {
+                            f[i] = bval + v[i - 1];
+                            parent[i] = barg;
+                        }
                     }
                     if (dn > d0) {
                         double cand = key(deque[d0]) + v[i - 1];
@@ -283,13 +296,6 @@ static PyObject *ke_partition(PyObject *self, PyObject *args) {
                     }
                     checks++;
                 }
-            }
-            if (i < n) {
-                double cand = (allowed && !allowed[i]) ? INFINITY : f[i] - v[i];
-                /* strict: on equal cost the earliest start (fewer, larger groups) wins,
-                   as in the chapter's algorithm */
-                if (cand < best[i - 1]) { best[i] = cand; argbest[i] = i; }
-                else { best[i] = best[i - 1]; argbest[i] = argbest[i - 1]; }
             }
         }
         if (isfinite(f[n])) {
@@ -302,7 +308,8 @@ static PyObject *ke_partition(PyObject *self, PyObject *args) {
         }
     }
 #undef key
-    free(f); free(best); free(argbest); free(parent); free(runs);
+#undef BEST_UPTO
+    free(f); free(parent); free(runs);
     free(fpos); free(fruns); free(deque);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&vb); PyBuffer_Release(&sb);
