@@ -113,7 +113,7 @@ def test_na_values_on_the_command_line_and_in_toml(tmp_path: Path) -> None:
     config.write_text('input = "m.csv"\noutput = "o.csv"\nna_values = 3\n'
                       'quasi_identifiers = "age"\n')
     code, output = run("anonymize", "--config", config)
-    assert code == 2 and "na_values must be a text or a list of texts" in output
+    assert code == 2 and "na_values must be a list of texts (or one text), got 3" in output
 
 
 # --------------------------------------------------------------------------- separators

@@ -124,7 +124,15 @@ def test_an_option_of_another_method_is_refused(table: Path, tmp_path: Path) -> 
     ('allow_missing = "false"', "allow_missing must be true or false"),
     ('models = "t=0.3"', "models must be a list of models"),
     ("strategy = 3", "strategy must be one of"),
-    ("quasi_identifiers = 3", "quasi_identifiers must be a list of column names"),
+    ("quasi_identifiers = 3", "quasi_identifiers must be a list of texts (or one text), "
+                              "got 3"),
+    ("quasi_identifiers = [\"age\", 3]", "quasi_identifiers must be a list of texts (or one "
+                                        "text), got ['age', 3] (an entry is a whole number)"),
+    ('shuffle = "false"', "shuffle must be true or false, got 'false'"),
+    ("report = 3", "report must be text, got 3"),
+    ("hierarchies = { sex = 3 }", "hierarchies must be a table of column = text"),
+    ('orders = { grade = 3 }', "orders must be a table of column = list of texts"),
+    ("na_values = [1]", "na_values must be a list of texts"),
 ])
 def test_job_files_are_typed(table: Path, tmp_path: Path, line: str, message: str) -> None:
     job = tmp_path / "job.toml"

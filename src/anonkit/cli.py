@@ -21,12 +21,56 @@ import click
 from anonkit.errors import AnonkitError, InputError
 from anonkit.options import as_list
 
-#: keys of a job file besides the methods' options (see anonkit.methods)
-JOB_KEYS = {
-    "input", "output", "report", "method", "quasi_identifiers", "sensitive", "identifiers",
-    "insensitive", "drop", "hierarchies", "kinds", "separator", "shuffle", "mkdir",
-    *("header", "names", "na_values", "skipinitialspace", "encoding", "orders"),
+_TEXTS = list[str] | str  # a list of texts, or one text (comma-separated columns, a file)
+#: the keys of a job file besides the methods' options (see anonkit.methods), with their
+#: types: a job file is validated against them (:func:`check_job_types`) before anything
+#: runs, so a wrong type is refused, never coerced (``allow_missing = "false"`` is not true)
+JOB_FIELDS: dict[str, object] = {
+    "input": str, "output": str, "report": str, "method": str,
+    "quasi_identifiers": _TEXTS, "sensitive": _TEXTS, "identifiers": _TEXTS,
+    "insensitive": _TEXTS, "drop": _TEXTS, "hierarchies": dict[str, str],
+    "kinds": dict[str, str], "separator": str, "shuffle": bool, "mkdir": bool,
+    "header": bool, "names": _TEXTS, "na_values": _TEXTS, "skipinitialspace": bool,
+    "encoding": str, "orders": dict[str, _TEXTS],
 }
+JOB_KEYS = set(JOB_FIELDS)
+_TYPE_WORDS = {"str": "text", "bool": "true or false", "int": "a whole number",
+               "float": "a number", "array": "a list", "object": "a table", "null": "nothing"}
+
+
+def _type_words(kind: object) -> str:
+    """What a job file value of type ``kind`` must be, in words."""
+    if kind == _TEXTS:
+        return "a list of texts (or one text)"
+    if kind == dict[str, str]:
+        return "a table of column = text"
+    if kind == dict[str, _TEXTS]:
+        return "a table of column = list of texts (or a file name)"
+    return _TYPE_WORDS.get(getattr(kind, "__name__", ""), str(kind))
+
+
+def check_job_types(config: Mapping[str, Any], fields: Mapping[str, object],
+                    where: str) -> None:
+    """Refuse a job file value of the wrong type (msgspec, strict: no coercion), naming
+    the key, what it must be and what it is."""
+    import re
+
+    import msgspec
+
+    job_type = msgspec.defstruct("Job", [(name, kind | None, None)  # type: ignore[operator]
+                                         for name, kind in fields.items()])
+    try:
+        msgspec.convert({k: v for k, v in config.items() if k in fields}, job_type,
+                        strict=True)
+    except msgspec.ValidationError as exc:
+        found = re.match(r"Expected `(.+?)`, got `(.+?)` - at `\$\.?(.*)`", str(exc))
+        if found is None:
+            raise InputError(f"{where}: {exc}") from None
+        _, got, at = found.groups()
+        key = re.sub(r"\[.*", "", at)
+        inside = f" (an entry is {_TYPE_WORDS.get(got, got)})" if key != at else ""
+        raise InputError(f"{where}: {key} must be {_type_words(fields.get(key))}, got "
+                         f"{config.get(key)!r}{inside}") from None
 
 
 class Progress:
@@ -92,11 +136,12 @@ def _run(body: Callable[[], int | None]) -> None:
 
 
 def load_config(path: Path | None, table: str = "anonymize",
-                extra_keys: frozenset[str] = frozenset()) -> dict[str, Any]:
+                extra_fields: Mapping[str, object] | None = None) -> dict[str, Any]:
     """A job's settings from a TOML file; relative paths are taken from the file's folder.
-    Keys are the job's (:data:`JOB_KEYS`, and ``extra_keys`` of the command) and the
+    Keys are the job's (:data:`JOB_FIELDS`, and ``extra_fields`` of the command) and the
     methods' options, at the top level or all in a ``[table]`` (``[anonymize]``,
-    ``[publish]``); values are checked when the job runs (:func:`job_from`)."""
+    ``[publish]``). The job's values are type-checked here (:func:`check_job_types`), the
+    methods' options when the job runs (:func:`job_from`)."""
     if path is None:
         return {}
     try:
@@ -115,11 +160,13 @@ def load_config(path: Path | None, table: str = "anonymize",
     config = dict(raw.get(table, raw))
     from anonkit import methods
 
-    known = JOB_KEYS | extra_keys | {o.name for o in methods.all_options()}
+    fields = {**JOB_FIELDS, **(extra_fields or {})}
+    known = set(fields) | {o.name for o in methods.all_options()}
     unknown = sorted(set(config) - known)
     if unknown:
         raise InputError(f"config file {path}: unknown key(s) {', '.join(unknown)}; known keys: "
                          f"{', '.join(sorted(known))}")
+    check_job_types(config, fields, f"config file {path}")
     base = Path(path).resolve().parent
     for key in ("input", "output", "report"):
         if key in config:
@@ -361,18 +408,9 @@ def job_from(config: Mapping[str, Any], given: Mapping[str, Any],
     file_job = {k: v for k, v in config.items() if k in job_keys}
     file_options = {k: v for k, v in config.items() if k not in job_keys}
     job = file_job | {key: value for key, value in given.items() if value is not None}
-    for key in ("method", "separator", "encoding"):
-        if key in job and not isinstance(job[key], str):
-            raise InputError(f"{key} must be text, got {job[key]!r}")
+    # (a job file's values were type-checked when it was read: load_config)
     if isinstance(job.get("na_values"), str):
         job["na_values"] = [job["na_values"]]
-    if "na_values" in job and not (isinstance(job["na_values"], list)
-                                   and all(isinstance(v, str) for v in job["na_values"])):
-        raise InputError(f"na_values must be a text or a list of texts, got "
-                         f"{job['na_values']!r}")
-    for key in ("shuffle", "mkdir", "header", "skipinitialspace"):
-        if key in job:
-            job[key] = methods.boolean(key, job[key], "toml")
     method = methods.get(job.get("method") or "mondrian")
     job["method"] = method.name
     job["options"] = methods.parse_job_options(method, file_options, method_values)

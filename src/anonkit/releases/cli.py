@@ -143,8 +143,9 @@ def release() -> None:
 # -- publish -------------------------------------------------------------------------------
 
 
-#: the keys a publish job file has beside the anonymize job's
-PUBLISH_KEYS = frozenset({"dataset", "key"})
+#: the keys a publish job file has beside the anonymize job's, with their types
+PUBLISH_FIELDS: dict[str, object] = {"dataset": str, "key": str}
+PUBLISH_KEYS = frozenset(PUBLISH_FIELDS)
 
 
 @release.command("publish")
@@ -201,15 +202,14 @@ def publish_cmd(input_path: Path | None, dataset: str | None, key: str | None,
     for name in READING_PARAMETERS:
         method_values.pop(name, None)
     cli_options = given_method_options(method_values)
-    chosen = methods.get(given["method"] or load_config(
-        config_path, "publish", PUBLISH_KEYS).get("method") or "mondrian")
+    config = load_config(config_path, "publish", PUBLISH_FIELDS)
+    chosen = methods.get(given["method"] or config.get("method") or "mondrian")
     for name, value in parse_pairs(options, "option").items():
         name = name.replace("-", "_")
         option = chosen.option(name)
         cli_options[name] = [*cli_options.get(name, []), value] if option is not None and \
             option.multiple else value
-    job = job_from(load_config(config_path, "publish", PUBLISH_KEYS), given, cli_options,
-                   PUBLISH_KEYS)
+    job = job_from(config, given, cli_options, PUBLISH_KEYS)
     for name, flag in (("input", "INPUT"), ("output", "-o FILE"), ("dataset", "--dataset NAME"),
                        ("key", "--key COLUMN")):
         if not job.get(name):
