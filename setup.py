@@ -1,5 +1,5 @@
-"""Build of the C extensions (the Mondrian kernel, the (k,e) kernel, the CSV writer); all
-other metadata is in pyproject.toml."""
+"""Build of the C extensions (the Mondrian kernel, the (k,e) kernel, the code trees of
+compression anonymity, the CSV writer); all other metadata is in pyproject.toml."""
 
 from setuptools import Extension, setup
 
@@ -16,6 +16,11 @@ setup(
             "anonkit.algorithms._ke_c",
             ["src/anonkit/algorithms/_ke_c.c"],
             extra_compile_args=["-O3", "-ffp-contract=off"],
+        ),
+        Extension(
+            "anonkit.algorithms._compression_c",
+            ["src/anonkit/algorithms/_compression_c.c"],
+            extra_compile_args=["-O3"],
         ),
         Extension(
             "anonkit._csv_writer",

@@ -111,6 +111,13 @@ def test_counterfeits_are_published_counted_and_not_people(tmp_path: Path) -> No
     # counterfeits are new each time) and keep only the real records' 2 values: m-invariance
     # does not claim to resist row linkage, and the audit says so rather than hide it
     assert pair.count("linkage", "m-uniqueness") == 12
+    # ... labelled as outside the release's claimed threat model: shown, not counted as a
+    # breach (the gate judges a release by the adversaries its threat model claims)
+    for f in pair.findings:
+        assert f.outside_claim == (f.adversary == "linkage"), f.describe()
+    assert "[outside the claimed threat model]" in report.summary()
+    # the breaches that count are the qi adversary's: k-anonymity's 2 people of 3 rows
+    assert pair.records_breached == 12 and report.records_breached == 12
 
 
 # -- a permuting method with an explicit group column ----------------------------------------

@@ -242,6 +242,40 @@ HISTORY_CHECK = Option("history_check", ("--history-check",),
                        "alone; the history's gate then refuses it when it breaches).",
                        metavar="NAME")
 
+
+def integer_domain(name: str, value: object, source: str) -> tuple[int, int]:
+    """``LOW,HIGH`` (text) or a TOML list of two whole numbers."""
+    from anonkit.algorithms.stream_tree import parse_domain
+
+    if isinstance(value, str):
+        return parse_domain(value)
+    if isinstance(value, list | tuple) and len(value) == 2 and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return parse_domain(f"{value[0]},{value[1]}")
+    raise InputError(f"{name} must be LOW,HIGH (two whole numbers), got {_describe(value)}")
+
+
+integer_domain.kind = "LOW,HIGH"  # type: ignore[attr-defined]
+
+TREE = Option("tree", ("--tree",), choice("optimal", "halving"),
+              "The alphabetic tree: optimal (Garsia-Wachs, the default) or halving (the "
+              "notebook's weight-halving tree).", metavar="NAME")
+SUMMARY = Option("summary", ("--summary",), choice("range", "set", "histogram"),
+                 "What a released node shows: range (default for ordered columns), set, or "
+                 "histogram (the range label plus each value's count in the side table).",
+                 metavar="NAME")
+DOMAIN = Option("domain", ("--domain",), integer_domain,
+                "The stream tree's integer domain LOW,HIGH, fixed from the first release "
+                "(default: the first release's smallest and largest value).",
+                metavar="LOW,HIGH")
+THRESHOLD = Option("threshold", ("--threshold",), real_number(0.0),
+                   "The randomized release draws each value from the last subtree on its "
+                   "path whose balance |left - right| / size^2 exceeds this (a heuristic, "
+                   "not differential privacy).", metavar="NUMBER")
+ACCEPT_HEURISTIC = Option("accept_heuristic", ("--accept-heuristic",), boolean,
+                          "Write a release that has no formal privacy guarantee (its measure "
+                          "is a heuristic); refused without it.", switch=True)
+
 #: options that carry privacy models (turned into model objects by models_from_options)
 MODEL_OPTIONS = ("k", "l", "t", "models")
 
@@ -409,6 +443,102 @@ def _load_builtin() -> None:
         "permuted", sequential=True, threat_model="incremental-(k,e)",
         options=(K, E, GROUP_COLUMN, HISTORY_CHECK, SEED),
         anonymize=_ke_anonymize, publish=_ke_publish), replace=True)
+    _load_compression()
+    _load_minvariance()
+
+
+def _compression_anonymize(name: str) -> Callable[..., Release]:
+    def anonymize(df: pd.DataFrame, schema: Schema, options: dict[str, Any],
+                  progress: Progress | None = None) -> Release:
+        from anonkit.algorithms.compression import CompressionAnonymizer
+
+        if options.get("k") is None:
+            raise InputError(f"method {name!r} needs -k")
+        return CompressionAnonymizer(name, k=options["k"], l=options.get("l"),
+                                     tree=options.get("tree"),
+                                     summary=options.get("summary") or "range").anonymize(
+            df, schema, progress=progress)
+
+    return anonymize
+
+
+def _randomized_anonymize(df: pd.DataFrame, schema: Schema, options: dict[str, Any],
+                          progress: Progress | None = None) -> Release:
+    from anonkit.algorithms.compression import randomized_release
+
+    if options.get("threshold") is None:
+        raise InputError("method 'randomized' needs --threshold")
+    return randomized_release(df, schema, threshold=options["threshold"],
+                              tree=options.get("tree"), seed=options.get("seed"))
+
+
+def _stream_tree_anonymize(df: pd.DataFrame, schema: Schema, options: dict[str, Any],
+                           progress: Progress | None = None) -> Release:
+    from anonkit.algorithms import stream_tree
+
+    return stream_tree.anonymize(df, schema, options)
+
+
+def _stream_tree_publish(df: pd.DataFrame, request: Any, context: Any) -> Release:
+    from anonkit.algorithms import stream_tree
+
+    return stream_tree.publish(df, request, context)
+
+
+def _load_compression() -> None:
+    """The compression-anonymity methods of spec 003."""
+    for name, summary, options in (
+            ("huffman", "k-anonymity by truncating the Huffman tree of the QI values (spec "
+             "003): a value is released as the summary of the node where its walk from the "
+             "root stops. Nodes may mix distant values.", (K, L, SUMMARY)),
+            ("alphabetic", "k-anonymity by truncating an order-preserving (alphabetic) tree "
+             "of the QI values (spec 003): classes are disjoint ranges; the optimal tree "
+             "(Garsia-Wachs) by default, the notebook's halving tree with --tree halving.",
+             (K, L, TREE, SUMMARY))):
+        method = Method(name, summary, "generalized", sequential=False,
+                        threat_model="one-shot", options=options,
+                        anonymize=_compression_anonymize(name))
+        register(replace(method, publish=_one_shot_publish(method)), replace=True)
+    register(Method(
+        "randomized", "Randomised representative release (spec 003's diffAnonymize): each "
+        "value is replaced by one drawn, weighted by counts, from a subtree of the "
+        "alphabetic tree. HEURISTIC: no formal privacy guarantee (its balance measure is "
+        "not differential privacy); refused without --accept-heuristic.", "generalized",
+        sequential=False, threat_model="one-shot",
+        options=(THRESHOLD, TREE, ACCEPT_HEURISTIC, SEED),
+        anonymize=_randomized_anonymize), replace=True)
+    register(Method(
+        "stream-tree", "The streaming counting tree (spec 003): a perfect binary tree of "
+        "counts over a fixed integer domain; each row is released as the span where the "
+        "walk from the root stops. Sequential: counts live in the history, spans only "
+        "narrow, so intersecting releases narrows nothing.", "generalized",
+        sequential=True, threat_model="monotone-generalization", options=(K, DOMAIN),
+        anonymize=_stream_tree_anonymize, publish=_stream_tree_publish), replace=True)
+
+
+M = Option("m", ("-m",), whole_number(2),
+           "m-invariance: every class holds m distinct sensitive values (one row each), and a "
+           "record keeps its class's set of values in every release.", metavar="INT")
+UNWEIGHTED_SPLIT = Option("unweighted_split", ("--unweighted-split",), boolean,
+                          "m-invariance: score a split by the plain sum of both halves' "
+                          "normalised half-perimeters (default: weighted by class size).",
+                          switch=True)
+
+
+def _minvariance_publish(df: pd.DataFrame, request: Any, context: Any) -> Release:
+    from anonkit.releases import minvariance
+
+    return minvariance.publish(df, request, context)
+
+
+def _load_minvariance() -> None:
+    register(Method(
+        "m-invariance", "m-invariance (Xiao & Tao 2007) with the perimeter split of spec "
+        "001: every release m-unique, and a record keeps its signature (its class's values) "
+        "in every release, also after leaving and coming back; counterfeit rows fill in, "
+        "their count per class published beside the release. Sequential only.",
+        "generalized", sequential=True, threat_model="m-invariance",
+        options=(M, UNWEIGHTED_SPLIT, SEED), publish=_minvariance_publish), replace=True)
 
 
 def method_help(method: Method) -> str:

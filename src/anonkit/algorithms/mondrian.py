@@ -183,12 +183,20 @@ class Mondrian:
                 for c in table.quasi_identifiers}
 
     # -- the algorithm: codes in, classes out --------------------------------------------
-    def partition(self, table: EncodedTable, models: Sequence[PrivacyModel]) -> Partition:
-        """Partition the encoded table; every class satisfies every model."""
+    def partition(self, table: EncodedTable, models: Sequence[PrivacyModel],
+                  reference_counts: Mapping[str, np.ndarray] | None = None) -> Partition:
+        """Partition the encoded table; every class satisfies every model.
+
+        ``reference_counts`` (per sensitive column, one count per code) is the distribution
+        t-closeness, δ and β compare classes with when ``table`` is a fragment of a larger
+        table (then it is the whole table's, e.g. ``Encoding.reference_counts``); by default
+        the table's own."""
         from anonkit.checker import bind_models
 
         n, d = table.n_rows, len(table.quasi_identifiers)
-        sensitive = [SensitiveAttribute.from_encoded(c) for c in table.sensitive]
+        references = reference_counts or {}
+        sensitive = [SensitiveAttribute.from_encoded(c, references.get(c.name))
+                     for c in table.sensitive]
         models = bind_models(models, sensitive)  # no-op for models bound already
         sizing = max(models, key=lambda m: m.min_class_size())
         min_size = sizing.min_class_size()

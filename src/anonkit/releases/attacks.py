@@ -73,6 +73,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -87,6 +88,13 @@ ADVERSARIES = {
     "linkage": "also links the target's rows across releases (a persistent pseudonym): "
                "candidates are the records that shared every one of the target's classes",
 }
+#: the adversaries a release's threat model claims to resist, by threat model (any other:
+#: all of them). m-invariance (Xiao & Tao) claims an adversary who knows quasi-identifiers
+#: and when records were inserted and deleted; its rows carry no pseudonym and are
+#: shuffled, and its counterfeit rows are new in every release, so an adversary who could
+#: link rows across releases would tell them apart: that is outside its claim.
+CLAIMED_ADVERSARIES = {"m-invariance": ("qi",)}
+OUTSIDE_CLAIM = "outside the claimed threat model"
 PINNED = "exact disclosure"
 EXACT_ONLY = "checked across releases only for exact disclosure"
 _N_WORST = 5
@@ -150,18 +158,23 @@ class Finding:
     threshold: float
     records: int
     worst: list[dict[str, object]] = field(default_factory=list)
+    #: every release of the scope declares a threat model that does not claim to resist
+    #: this adversary: shown, but no breach for the gate (see CLAIMED_ADVERSARIES)
+    outside_claim: bool = False
 
     def describe(self) -> str:
         """E.g. ``k-anonymity (linkage adversary: candidates >= 5)``."""
         attr = f" on {self.attribute!r}" if self.attribute else ""
         need = ("one candidate value left" if self.model == PINNED
                 else Requirement(self.model, self.measure, self.threshold).describe())
-        return f"{self.model}{attr} ({self.adversary} adversary: {need})"
+        outside = f" [{OUTSIDE_CLAIM}]" if self.outside_claim else ""
+        return f"{self.model}{attr} ({self.adversary} adversary: {need}){outside}"
 
     def to_dict(self) -> dict[str, object]:
         return {"adversary": self.adversary, "model": self.model, "measure": self.measure,
                 "attribute": self.attribute, "threshold": self.threshold,
-                "records": self.records, "worst": self.worst}
+                "records": self.records, "worst": self.worst,
+                "outside_claimed_threat_model": self.outside_claim}
 
 
 @dataclass
@@ -175,6 +188,8 @@ class ScopeResult:
     records_breached: int
     findings: list[Finding]
     breached_by: dict[str, int] = field(default_factory=dict)  # adversary -> records
+    #: records breached only by adversaries outside the claimed threat models
+    records_outside_claim: int = 0
 
     @property
     def name(self) -> str:
@@ -192,6 +207,7 @@ class ScopeResult:
                 "records_compared": self.records_compared,
                 "records_breached": self.records_breached,
                 "records_breached_by_adversary": dict(self.breached_by),
+                "records_breached_outside_claimed_threat_model": self.records_outside_claim,
                 "findings": [f.to_dict() for f in self.findings]}
 
 
@@ -205,6 +221,12 @@ class AuditReport:
     records_breached: int  # distinct records breached in any scope
     #: models that declared no cross-release requirement: checked only for exact disclosure
     exact_only: list[str] = field(default_factory=list)
+    #: records breached only by adversaries outside every claimed threat model: shown,
+    #: not counted in ``records_breached`` (the gate's figure)
+    records_outside_claim: int = 0
+    #: the row-wise intersection of released ranges, per pair of consecutive releases
+    #: (:mod:`anonkit.releases.intersection`; its breaches are the linkage adversary's too)
+    intersections: list[Any] = field(default_factory=list)
 
     @property
     def breached(self) -> bool:
@@ -214,26 +236,34 @@ class AuditReport:
         return {
             "dataset": self.dataset, "releases": self.releases,
             "breached": self.breached, "records_breached": self.records_breached,
+            "records_breached_outside_claimed_threat_model": self.records_outside_claim,
             "adversaries": ADVERSARIES,
             "requirements": [r.to_dict() for r in self.requirements],
             "checked_only_for_exact_disclosure": list(self.exact_only),
             "pairs": [p.to_dict() for p in self.pairs],
             "all_releases": self.overall.to_dict() if self.overall else None,
+            "row_wise_intersections": [s.to_dict() for s in self.intersections],
         }
 
     def summary(self) -> str:
         lines = [f"audit of {self.dataset!r}, releases {', '.join(map(str, self.releases))}: "
                  + (f"{self.records_breached} records breached" if self.breached
-                    else "no breach found")]
+                    else "no breach found")
+                 + (f"; {self.records_outside_claim} more records only by adversaries "
+                    f"{OUTSIDE_CLAIM}s (shown, not counted)" if self.records_outside_claim
+                    else "")]
         if len(self.releases) < 2:
             lines.append("  (fewer than two releases: nothing to intersect)")
         lines += [f"  {model}: {EXACT_ONLY}" for model in self.exact_only]
         for scope in [*self.pairs, *([self.overall] if self.overall else [])]:
             compared = "in both" if scope.kind == "pair" else "in two or more releases"
+            outside = (f" (and {scope.records_outside_claim} only by adversaries "
+                       f"{OUTSIDE_CLAIM})" if scope.records_outside_claim else "")
             lines.append(f"  {scope.name}: {scope.records_compared} records {compared}, "
-                         f"{scope.records_breached} breached")
+                         f"{scope.records_breached} breached{outside}")
             for f in scope.findings:
                 lines.append(f"    {f.records:>8} {f.describe()}")
+        lines += [f"  {s.describe()}" for s in self.intersections]
         return "\n".join(lines)
 
 
@@ -254,8 +284,13 @@ def audit(store: HistoryStore, dataset: str, *, k: float | None = None,
     infos = store.releases(dataset)  # HistoryError for an unknown dataset
     if focus is not None and focus not in {i.seq for i in infos}:
         store.release(dataset, focus)  # the error naming the releases there are
-    views = [store.load(info, labels=False) for info in infos]
-    return audit_views(views, k=k, l=l, e=e, focus=focus, worst=worst)
+    # labels: for the row-wise intersection of released ranges (the audit proper reads none)
+    views = [store.load(info, labels=True) for info in infos]
+    report = audit_views(views, k=k, l=l, e=e, focus=focus, worst=worst)
+    from anonkit.releases.intersection import intersection_scopes
+
+    report.intersections = intersection_scopes(views, k)
+    return report
 
 
 def audit_views(views: Sequence[ReleaseView], *, k: float | None = None,
@@ -280,7 +315,8 @@ def audit_views(views: Sequence[ReleaseView], *, k: float | None = None,
     for v in views:
         exact_only += [m for m in exact_only_models(v.info) if m not in exact_only]
     return AuditReport(dataset, seqs, requirements, pairs, overall,
-                       int(state.breached_any.sum()), exact_only)
+                       int(state.breached_any.sum()), exact_only,
+                       int((state.outside_any & ~state.breached_any).sum()))
 
 
 class _State:
@@ -294,6 +330,7 @@ class _State:
         self.worst = worst
         self.attributes = self.index.attributes
         self.breached_any = np.zeros(self.index.n_records, dtype=bool)
+        self.outside_any = np.zeros(self.index.n_records, dtype=bool)
 
     def requirements(self, i: int) -> list[Requirement]:
         """Release ``i``'s promises; an explicit threshold replaces those of its measure."""
@@ -309,11 +346,32 @@ class _State:
     def _judge(self, kind: str, m: Measures) -> ScopeResult:
         requirements = _merge([r for i in m.releases for r in self.requirements(i)])
         findings, by_adversary = self._findings(requirements, m)
-        breached = by_adversary["qi"] | by_adversary["linkage"]
+        judged = self.judged_adversaries(m.releases)
+        for f in findings:
+            f.outside_claim = f.adversary not in judged
+        breached = np.zeros(len(m.targets), dtype=bool)
+        outside = np.zeros(len(m.targets), dtype=bool)
+        for adversary, mask in by_adversary.items():
+            if adversary in judged:
+                breached |= mask
+            else:
+                outside |= mask
+        outside &= ~breached
         self.breached_any[m.targets[breached]] = True
+        self.outside_any[m.targets[outside]] = True
         seqs = tuple(self.views[i].info.seq for i in m.releases)
         return ScopeResult(kind, seqs, len(m.targets), int(breached.sum()), findings,
-                           {a: int(mask.sum()) for a, mask in by_adversary.items()})
+                           {a: int(mask.sum()) for a, mask in by_adversary.items()},
+                           int(outside.sum()))
+
+    def judged_adversaries(self, releases: Sequence[int]) -> set[str]:
+        """The adversaries a scope is judged by: those some release of it claims to resist
+        (a release with a threat model that names none claims them all), so a scope with
+        one release that claims an adversary is judged by it."""
+        out: set[str] = set()
+        for i in releases:
+            out |= set(CLAIMED_ADVERSARIES.get(self.views[i].info.threat_model, ADVERSARIES))
+        return out
 
     def overall(self, focused: int | None = None) -> ScopeResult:
         """Every record present in two or more releases (with ``focused``: and in that
@@ -324,27 +382,28 @@ class _State:
         if focused is not None:
             wanted &= presence[focused]
         targets = np.flatnonzero(wanted)
-        merged: dict[tuple[str, str, str, str | None], Finding] = {}
-        breached_total = 0
+        merged: dict[tuple[str, str, str, str | None, bool], Finding] = {}
+        breached_total = outside_total = 0
         by_adversary = dict.fromkeys(ADVERSARIES, 0)
         for m in self.index.accumulate(targets):
             part = self._judge("all", m)
             breached_total += part.records_breached
+            outside_total += part.records_outside_claim
             for a, n_breached in part.breached_by.items():
                 by_adversary[a] += n_breached
             for f in part.findings:
                 # one finding per requirement: (k,e)'s distinct and range findings are two
-                key = (f.adversary, f.model, f.measure, f.attribute)
+                key = (f.adversary, f.model, f.measure, f.attribute, f.outside_claim)
                 if key not in merged:
                     merged[key] = Finding(f.adversary, f.model, f.measure, f.attribute,
-                                          f.threshold, 0, [])
+                                          f.threshold, 0, [], f.outside_claim)
                 found = merged[key]
                 found.records += f.records
                 found.threshold = max(found.threshold, f.threshold)
                 found.worst = sorted(found.worst + f.worst, key=_worst_key)[:self.worst]
         findings = sorted(merged.values(), key=_finding_order)
         return ScopeResult("all", tuple(v.info.seq for v in self.views), len(targets),
-                           breached_total, findings, by_adversary)
+                           breached_total, findings, by_adversary, outside_total)
 
     # -- breaches ----------------------------------------------------------------------
     def _findings(self, requirements: list[Requirement], m: Measures

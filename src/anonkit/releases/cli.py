@@ -175,6 +175,9 @@ PUBLISH_KEYS = frozenset(PUBLISH_FIELDS)
                    "the history (whose releases it is never audited with). By default such a "
                    "release is refused with exit code 3; the decision is recorded and shown "
                    "by show and audit.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the published release (its history row and its utility figures) "
+                   "as JSON.")
 @_history_options
 @_errors
 def publish_cmd(input_path: Path | None, dataset: str | None, key: str | None,
@@ -183,7 +186,8 @@ def publish_cmd(input_path: Path | None, dataset: str | None, key: str | None,
                 kinds: tuple[str, ...], method: str | None, options: tuple[str, ...],
                 output: Path | None, allow_breach: bool, new_lineage: bool, history: str,
                 secret_file: Path | None, insensitive: str | None = None,
-                drop: str | None = None, **method_values: object) -> None:
+                drop: str | None = None, as_json: bool = False,
+                **method_values: object) -> None:
     """Anonymize INPUT and publish it as the next release of --dataset. Every column needs
     a role (--qi, --sensitive, --id, --insensitive, --drop; the key is never released).
     Safety switches (--allow-breach, --new-lineage) are given on the command line only."""
@@ -243,9 +247,13 @@ def publish_cmd(input_path: Path | None, dataset: str | None, key: str | None,
     dropped = [name for name, role in roles.items() if role == "drop"]
     if dropped:
         df = df.drop(columns=dropped)
+    figures: dict[str, float] = {}
     with _open(history, secret_file, create=True) as store:
         info = publish(store, df, request, target, allow_breach=allow_breach,
-                       new_lineage=new_lineage)
+                       new_lineage=new_lineage, metrics=figures)
+    if as_json:
+        click.echo(json.dumps(info.to_dict() | {"metrics": figures}, indent=1, default=str))
+        return
     click.echo(f"published release {info.seq} of {info.dataset!r}: {info.n_released_rows} "
                f"rows in {info.n_classes} classes -> {info.output_path} "
                f"(sha256 {info.content_hash[:16]}...)")
@@ -255,6 +263,14 @@ def publish_cmd(input_path: Path | None, dataset: str | None, key: str | None,
                    f"{exact_number(verdict['measured'])}")
     for line in _own_lineage(info):
         click.echo(f"  {line}")
+    if "count_query.relative_error" in figures:
+        click.echo(f"  utility: COUNT query error {figures['count_query.relative_error']:.2%} "
+                   f"(mean relative error of {int(figures['count_query.queries'])} random "
+                   f"queries over QI ranges x sensitive value)")
+    if "m_invariance.counterfeits" in figures:
+        click.echo(f"  counterfeit rows: {int(figures['m_invariance.counterfeits'])}, in "
+                   f"{int(figures['m_invariance.classes_with_counterfeits'])} classes "
+                   f"(per class in {target.stem}.counterfeits{target.suffix})")
 
 
 # -- lineage ---------------------------------------------------------------------------------

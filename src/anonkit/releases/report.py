@@ -106,7 +106,10 @@ def _findings_section(scope: ScopeResult) -> str:
         requirement = ("one value left" if f.model == PINNED else
                        f"{e(f.measure)} &gt;= {exact_number(f.threshold)}")
         worst = "<br>".join(e(_case_text(case)) for case in f.worst[:3])
-        out.append(f"<tr><td class='l'>{e(f.adversary)}</td><td class='l'>{e(f.model)}</td>"
+        # shown, never hidden, but marked: it does not count as a breach of this release
+        outside = " <i>(outside the claimed threat model)</i>" if f.outside_claim else ""
+        out.append(f"<tr><td class='l'>{e(f.adversary)}{outside}</td>"
+                   f"<td class='l'>{e(f.model)}</td>"
                    f"<td class='l'>{e(f.attribute or '-')}</td><td class='l'>{requirement}</td>"
                    f"<td>{f.records}</td><td class='l'>{worst}</td></tr>")
     out.append("</table>")

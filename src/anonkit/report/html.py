@@ -28,6 +28,7 @@ from anonkit.io import atomic_write
 from anonkit.metrics import journalist_risk, marketer_risk, prosecutor_risk, sample_uniques
 from anonkit.models.base import Verdict
 from anonkit.release import Release as AnonymizationResult
+from anonkit.report.tree import tree_section
 from anonkit.table import Role
 
 if TYPE_CHECKING:
@@ -314,6 +315,7 @@ def render_report(result: AnonymizationResult, original: pd.DataFrame, path: str
                           int(population) if population is not None else None,
                           len(result.data) + suppressed) if len(sizes) else "",
             _utility_section(metrics, qis, plots),
+            tree_section(result, original),  # huffman / alphabetic only
             _glossary(),
         ]
     nav = [("summary", "Summary"), ("verdicts", "Privacy models"), ("classes", "Classes"),

@@ -1,0 +1,463 @@
+"""The streaming counting tree (spec 003, "Arithmetic Coding for Privacy").
+
+A perfect binary tree of counts over a fixed domain of ``2^depth`` codes: value ``v`` of the
+declared integer domain ``[low, high]`` has code ``v - low``, so the leaves are the values
+in order. Inserting a value adds one along its root path, O(depth). A value's *span* is
+found by walking down from the root while both children of the node hold at least ``k``
+inserted values (the notebook's ``follow``, which must start from the tree's depth, not
+from ``k``; the notebook passes ``k``, which only works when ``k`` equals the depth), and is
+the run of codes under the node where the walk stops, clipped to the domain.
+
+Counts only grow, so a node once split stays split: a value's span only ever narrows from
+one release to the next, and each span is a subtree of the last one. Intersecting a row's
+spans across releases therefore gives its latest span, which holds at least ``k`` rows:
+the monotone generalization of Pei et al. (2007). Deletions keep their counts (see
+:func:`publish`): spans never widen back, at the price that a class whose members left may
+fall below ``k`` rows, which the boundary then refuses.
+
+The batch path (:meth:`StreamTree.insert_many`, :meth:`StreamTree.spans_of`) is vectorised
+over the values: one ``bincount`` per level to insert, one gather per level to follow.
+"""
+
+from __future__ import annotations
+
+import io
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from anonkit.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from anonkit.release import Release
+    from anonkit.releases.publish import PublishContext
+
+#: the largest tree kept: 2^MAX_DEPTH codes (the counts take 2^(MAX_DEPTH + 4) bytes)
+MAX_DEPTH = 24
+KEY_DTYPE = "S16"
+
+
+def parse_domain(text: str) -> tuple[int, int]:
+    """``"0,127"`` -> (0, 127)."""
+    parts = [p.strip() for p in str(text).split(",")]
+    try:
+        if len(parts) != 2:
+            raise ValueError
+        low, high = int(parts[0]), int(parts[1])
+    except ValueError:
+        raise InputError(f"--domain takes LOW,HIGH (two whole numbers), got {text!r}") from None
+    if high < low:
+        raise InputError(f"--domain {text}: the high end {high} is below the low end {low}")
+    return low, high
+
+
+@dataclass
+class StreamTree:
+    """Counts over the integer domain ``[low, high]`` (``domain``), spans for ``k``.
+
+    ``insert(v)`` counts ``v`` and returns its span (``(lo, hi)``, inclusive, in values);
+    ``spans()`` returns the span of every value inserted so far, in insertion order (the
+    notebook's ``incrementalAnon`` line after the latest insertion).
+    """
+
+    k: int
+    domain: tuple[int, int]
+    counts: np.ndarray = field(default=None, repr=False)  # type: ignore[assignment]
+    history: list[np.ndarray] = field(default_factory=list, repr=False)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.k, bool) or not isinstance(self.k, int | np.integer) or self.k < 1:
+            raise InputError(f"k must be a whole number >= 1, got {self.k!r}")
+        low, high = (int(x) for x in self.domain)
+        if high < low:
+            raise InputError(f"the domain's high end {high} is below its low end {low}")
+        self.domain = (low, high)
+        self.depth = max(int(high - low).bit_length(), 0)
+        if self.depth > MAX_DEPTH:
+            raise InputError(f"the domain {low},{high} needs {self.depth} levels of codes; "
+                             f"at most {MAX_DEPTH} are kept (2^{MAX_DEPTH} values): declare "
+                             f"a narrower --domain")
+        size = 1 << (self.depth + 1)  # heap order: node i has children 2i and 2i + 1
+        if self.counts is None:
+            self.counts = np.zeros(size, dtype=np.int64)
+        elif self.counts.shape != (size,):
+            raise ValueError(f"the counts have shape {self.counts.shape}, not ({size},)")
+
+    # -- codes ----------------------------------------------------------------------------
+    def codes_of(self, values: np.ndarray | list[int] | int, where: str = "") -> np.ndarray:
+        """The codes of ``values``; a value outside the domain or not whole is an error
+        naming it."""
+        raw = np.atleast_1d(np.asarray(values))
+        if raw.dtype.kind == "f":
+            bad = ~np.isfinite(raw) | (raw != np.floor(raw))
+            if bad.any():
+                i = int(np.flatnonzero(bad)[0])
+                raise InputError(f"the stream tree counts whole numbers; value {raw[i]!r}"
+                                 f"{where} (position {i}) is not one")
+        elif raw.dtype.kind not in "iu":
+            raise InputError(f"the stream tree counts whole numbers; got values such as "
+                             f"{raw[:1].tolist()}{where}")
+        as_int = raw.astype(np.int64)
+        low, high = self.domain
+        outside = (as_int < low) | (as_int > high)
+        if outside.any():
+            i = int(np.flatnonzero(outside)[0])
+            raise InputError(f"value {as_int[i]}{where} (position {i}) is outside the declared "
+                             f"domain {low},{high}, which is fixed once the first release is "
+                             f"made; {int(outside.sum())} values are outside it. A tree "
+                             f"over a new domain starts a new dataset")
+        return as_int - low
+
+    def _nodes(self, codes: np.ndarray, level: int) -> np.ndarray:
+        return ((1 << self.depth) + codes) >> (self.depth - level)
+
+    # -- counting -------------------------------------------------------------------------
+    def insert(self, value: int) -> tuple[int, int]:
+        """Count ``value`` and return its span, O(depth)."""
+        code = int(self.codes_of(value)[0])
+        node = (1 << self.depth) + code
+        while node:
+            self.counts[node] += 1
+            node >>= 1
+        self.history.append(np.array([code], dtype=np.int64))
+        lo, hi = self._span_of_code(code)
+        return lo, hi
+
+    def insert_many(self, values: np.ndarray | list[int]) -> None:
+        """Count every value of ``values`` (vectorised: one bincount per level)."""
+        codes = self.codes_of(values)
+        self.count_codes(codes)
+        self.history.append(codes)
+
+    def count_codes(self, codes: np.ndarray) -> None:
+        for level in range(self.depth + 1):
+            first = 1 << level
+            self.counts[first:2 * first] += np.bincount(self._nodes(codes, level) - first,
+                                                        minlength=first)
+
+    def _span_of_code(self, code: int) -> tuple[int, int]:
+        node, level = 1, 0
+        k = self.k
+        while level < self.depth:
+            left, right = self.counts[2 * node], self.counts[2 * node + 1]
+            if left < k or right < k:
+                break
+            node = 2 * node + ((code >> (self.depth - level - 1)) & 1)
+            level += 1
+        return self._span_of_node(node, level)
+
+    def _span_of_node(self, node: int, level: int) -> tuple[int, int]:
+        width = self.depth - level
+        first = (node - (1 << level)) << width
+        low, high = self.domain
+        return low + first, min(low + first + (1 << width) - 1, high)
+
+    # -- spans ----------------------------------------------------------------------------
+    def split_nodes(self) -> np.ndarray:
+        """Per node (heap order), whether the walk goes on below it: both children hold
+        at least ``k`` counted values (the notebook's ``follow``)."""
+        split = np.zeros(len(self.counts), dtype=bool)
+        half = len(self.counts) // 2  # nodes 1 .. half - 1 have children
+        inner = np.arange(1, half)
+        split[inner] = (self.counts[2 * inner] >= self.k) & (self.counts[2 * inner + 1] >= self.k)
+        return split
+
+    def span_codes(self, codes: np.ndarray, split: np.ndarray | None = None
+                   ) -> tuple[np.ndarray, np.ndarray]:
+        """Per code, (its node, the node's level): where the walk from the root stops
+        (at the first node not in ``split``; default :meth:`split_nodes`)."""
+        codes = np.asarray(codes, dtype=np.int64)
+        split = self.split_nodes() if split is None else split
+        level = np.zeros(len(codes), dtype=np.int64)
+        going = np.ones(len(codes), dtype=bool)
+        for d in range(self.depth):
+            going &= split[self._nodes(codes, d)]
+            level += going
+        return self._nodes_at(codes, level), level
+
+    def _nodes_at(self, codes: np.ndarray, level: np.ndarray) -> np.ndarray:
+        return ((1 << self.depth) + codes) >> (self.depth - level)
+
+    def spans_of(self, values: np.ndarray | list[int], split: np.ndarray | None = None
+                 ) -> tuple[np.ndarray, np.ndarray]:
+        """(lo, hi) arrays: each value's span under the current counts (values need not be
+        counted); ``split`` as in :meth:`span_codes`."""
+        codes = self.codes_of(values)
+        node, level = self.span_codes(codes, split)
+        width = self.depth - level
+        first = (node - (np.int64(1) << level)) << width
+        low, high = self.domain
+        return low + first, np.minimum(low + first + (np.int64(1) << width) - 1, high)
+
+    def spans(self) -> list[tuple[int, int]]:
+        """The span of every value inserted so far, in insertion order."""
+        if not self.history:
+            return []
+        codes = np.concatenate(self.history)
+        lo, hi = self.spans_of(codes + self.domain[0])
+        return list(zip(lo.tolist(), hi.tolist(), strict=True))
+
+    @property
+    def n_inserted(self) -> int:
+        return int(self.counts[1])
+
+    # -- state ----------------------------------------------------------------------------
+    def to_bytes(self, records: Records | None = None,
+                 split: np.ndarray | None = None) -> bytes:
+        """The counts (and, for a history, the records counted and the nodes split so
+        far) as bytes."""
+        records = records or Records.empty()
+        buf = io.BytesIO()
+        np.savez_compressed(buf, k=np.int64(self.k), domain=np.asarray(self.domain, np.int64),
+                            counts=self.counts, keys=records.keys, codes=records.codes,
+                            cohort=records.cohort,
+                            split=np.zeros(0, bool) if split is None else split)
+        return buf.getvalue()
+
+    @classmethod
+    def from_bytes(cls, blob: bytes) -> tuple[StreamTree, Records, np.ndarray | None]:
+        with np.load(io.BytesIO(blob)) as z:
+            tree = cls(int(z["k"]), (int(z["domain"][0]), int(z["domain"][1])),
+                       counts=z["counts"].copy())
+            split = z["split"].astype(bool) if len(z["split"]) else None
+            return tree, Records(z["keys"].astype(KEY_DTYPE), z["codes"].astype(np.int64),
+                                 z["cohort"].astype(np.int64)), split
+
+
+@dataclass(frozen=True)
+class Records:
+    """The records a history's tree has counted (sorted by pseudonym): each one's latest
+    code and its *cohort*, the release it was first counted in."""
+
+    keys: np.ndarray
+    codes: np.ndarray
+    cohort: np.ndarray
+
+    @classmethod
+    def empty(cls) -> Records:
+        return cls(np.zeros(0, KEY_DTYPE), np.zeros(0, np.int64), np.zeros(0, np.int64))
+
+    def lookup(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per key, (its position here, whether it is here)."""
+        if not len(self.keys):
+            return np.zeros(len(keys), np.int64), np.zeros(len(keys), dtype=bool)
+        pos = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
+        return pos, self.keys[pos] == keys
+
+
+def incremental_spans(k: int, depth: int, values: list[int]) -> list[list[tuple[int, int]]]:
+    """The notebook's ``incrementalAnon k depth values``: after each insertion, the span of
+    every value so far (domain ``0 .. 2^depth - 1``)."""
+    tree = StreamTree(k, (0, (1 << depth) - 1))
+    out = []
+    for v in values:
+        tree.insert(v)
+        out.append(tree.spans())
+    return out
+
+
+def span_label(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Released labels: the value alone, or ``[lo-hi]`` (``[lo, hi]`` when a bound is
+    negative), as anonkit writes ranges."""
+    import pandas as pd
+
+    lo = np.asarray(lo, dtype=np.int64)
+    hi = np.asarray(hi, dtype=np.int64)
+    if not len(lo):
+        return np.zeros(0, dtype=object)
+    # one hash pass over the rows; each distinct span is formatted once
+    base = lo.min()
+    key = (lo - base) * (int(hi.max() - base) + 1) + (hi - base)
+    inverse, distinct = pd.factorize(key)
+    first = np.zeros(len(distinct), dtype=np.int64)
+    first[inverse[::-1]] = np.arange(len(key) - 1, -1, -1)
+    texts = np.array([str(a) if a == b else (f"[{a}-{b}]" if a >= 0 else f"[{a}, {b}]")
+                      for a, b in zip(lo[first].tolist(), hi[first].tolist(), strict=True)],
+                     dtype=object)
+    return texts[inverse]
+
+
+# -- the sequential method ----------------------------------------------------------------
+
+
+def _column_values(df: pd.DataFrame, schema: Any) -> tuple[str, np.ndarray]:
+    import pandas as pd
+
+    qis = schema.quasi_identifiers
+    if len(qis) != 1:
+        raise InputError(f"the stream tree counts one integer quasi-identifier; "
+                         f"{len(qis)} were given ({', '.join(qis)})")
+    name = qis[0]
+    column = df[name]
+    if column.isna().any():
+        row = int(np.flatnonzero(column.isna().to_numpy())[0])
+        raise InputError(f"column {name!r} has a missing value in row {row}; the stream tree "
+                         f"counts whole numbers: fill or drop it")
+    if not pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
+        raise InputError(f"the stream tree counts whole numbers; column {name!r} holds values "
+                         f"such as {column.head(1).tolist()}")
+    return name, column.to_numpy()
+
+
+def stream_release(df: pd.DataFrame, schema: Any, tree: StreamTree, *,
+                   method_state: bytes | None, timings: dict[str, float],
+                   parameters: dict[str, object], split: np.ndarray | None = None
+                   ) -> Release:
+    """Every row of ``df`` released as its span under ``tree``'s counts."""
+    import pandas as pd
+
+    from anonkit.metrics import class_metrics
+    from anonkit.models.base import KAnonymity
+    from anonkit.release import Release, ReleaseKind, ThreatModel
+    from anonkit.verify import verify_release
+
+    t0 = time.perf_counter()
+    name, values = _column_values(df, schema)
+    lo, hi = tree.spans_of(values, split)
+    data = pd.DataFrame({c: df[c].array.copy() for c in schema.released_columns},
+                        index=pd.RangeIndex(len(df)))
+    data[name] = pd.Categorical(span_label(lo, hi))
+    width = float(tree.domain[1] - tree.domain[0])
+    gcp = float(((hi - lo) / width).mean()) if width > 0 and len(lo) else 0.0
+    timings["spans"] = time.perf_counter() - t0
+    release = Release(data, np.zeros(len(df), dtype=np.int64), pd.DataFrame(), [],
+                      {}, schema, "stream-tree", parameters, timings,
+                      kind=ReleaseKind.GENERALIZED, models=[KAnonymity(tree.k)],
+                      threat_model=ThreatModel.MONOTONE, method_state=method_state)
+    report = verify_release(release)
+    assert report is not None
+    release.metrics = class_metrics(report.class_sizes, tree.k) | {
+        "gcp": gcp, f"ncp.{name}": gcp, "stream.counted": float(tree.n_inserted)}
+    return release
+
+
+def anonymize(df: pd.DataFrame, schema: Any, options: dict[str, Any]) -> Release:
+    """One stream-tree release of ``df`` alone (the domain declared, or the data's)."""
+    tree, _ = _first_tree(df, schema, options)
+    _, values = _column_values(df, schema)
+    tree.insert_many(values)
+    return stream_release(df, schema, tree, method_state=tree.to_bytes(), timings={},
+                          parameters=_parameters(tree))
+
+
+def _first_tree(df: pd.DataFrame, schema: Any, options: dict[str, Any]
+                ) -> tuple[StreamTree, str]:
+    k = options.get("k")
+    if k is None:
+        raise InputError("method 'stream-tree' needs -k")
+    name, values = _column_values(df, schema)
+    domain = options.get("domain")
+    if domain is None:
+        if not len(values):
+            raise InputError("the first stream-tree release has no rows to take its domain "
+                             "from: declare it with --domain LOW,HIGH")
+        as_float = np.asarray(values, dtype=np.float64)
+        domain = (int(np.floor(as_float.min())), int(np.ceil(as_float.max())))
+    elif isinstance(domain, str):
+        domain = parse_domain(domain)
+    return StreamTree(k, tuple(domain)), name  # type: ignore[arg-type]
+
+
+def _parameters(tree: StreamTree) -> dict[str, object]:
+    return {"k": tree.k, "domain": f"{tree.domain[0]},{tree.domain[1]}", "depth": tree.depth}
+
+
+def history_split(tree: StreamTree, previous: np.ndarray | None, codes: np.ndarray,
+                  cohort: np.ndarray, seq: int) -> np.ndarray:
+    """The nodes a history release walks through (heap order).
+
+    Nodes split before stay split (spans never widen). A node splits now when both its
+    children hold ``k`` counted values (the notebook's rule) and, among the rows of this
+    release (``codes``), at least ``k`` each; and when, for every earlier release ``i``,
+    each child holds none or at least ``k`` of this release's rows counted by release
+    ``i`` (``cohort <= i``). That last rule is what the history's linkage adversary needs:
+    a record seen since release ``i`` can be told apart from rows that came later, so its
+    candidates in release ``i`` and this one are the rows of its class that were there
+    in ``i`` too."""
+    k = tree.k
+    size = len(tree.counts)
+    inner = np.arange(1, size // 2)
+
+    def per_node(subset: np.ndarray) -> np.ndarray:
+        counts = np.zeros(size, dtype=np.int64)
+        for level in range(tree.depth + 1):
+            first = 1 << level
+            counts[first:2 * first] = np.bincount(tree._nodes(subset, level) - first,
+                                                  minlength=first)
+        return counts
+
+    present = per_node(codes)
+    ok = np.zeros(size, dtype=bool)
+    ok[inner] = (present[2 * inner] >= k) & (present[2 * inner + 1] >= k)
+    for i in np.unique(cohort[cohort < seq]).tolist():
+        earlier = per_node(codes[cohort <= i])
+        lonely = (earlier > 0) & (earlier < k)
+        ok[inner] &= ~lonely[2 * inner] & ~lonely[2 * inner + 1]
+    split = tree.split_nodes() & ok
+    if previous is not None:
+        split |= previous
+    return split
+
+
+def publish(df: pd.DataFrame, request: Any, context: PublishContext) -> Release:
+    """The next release of a dataset with the stream tree (``--method stream-tree``).
+
+    The counts live in the history's method state with the records counted so far (by
+    pseudonym) and the nodes split so far. A record is counted once, when first seen (and
+    again if its value moved: the old count stays). Spans follow :func:`history_split`:
+    nodes once split stay split, so a row's spans only narrow and intersecting releases
+    narrows nothing. Deletions keep their counts and never undo a split: spans never
+    widen back; if the rows that left take a released class of this release below ``k``
+    rows, the boundary refuses the release (nothing is written).
+    """
+    options = dict(request.options)
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    name, values = _column_values(df, context.schema)
+    keys = np.asarray(context.pseudonyms, dtype=KEY_DTYPE)
+    previous = context.previous
+    state = context.store.method_state(previous) if previous is not None else None
+    split_before: np.ndarray | None = None
+    if previous is None:
+        tree, _ = _first_tree(df, context.schema, options)
+        records = Records.empty()
+    elif state is None or previous.method != "stream-tree":
+        raise InputError(f"the previous release of {context.dataset!r} was made with "
+                         f"{previous.method!r}; the stream tree needs its counts from the "
+                         f"first release on: start a new dataset")
+    else:
+        tree, records, split_before = StreamTree.from_bytes(state)
+        if options.get("k") is not None and options["k"] != tree.k:
+            raise InputError(f"the stream tree of {context.dataset!r} was built for k={tree.k}; "
+                             f"a different k would change spans released before: keep "
+                             f"-k {tree.k}")
+        declared = options.get("domain")
+        if declared is not None:
+            declared = parse_domain(declared) if isinstance(declared, str) else tuple(declared)
+            if tuple(declared) != tree.domain:
+                raise InputError(f"the domain of {context.dataset!r} is fixed at "
+                                 f"{tree.domain[0]},{tree.domain[1]} since its first release; "
+                                 f"got --domain {declared[0]},{declared[1]}")
+    codes = tree.codes_of(values, where=f" of column {name!r}")
+    pos, known = records.lookup(keys)
+    moved = known & (records.codes[pos] != codes) if len(records.keys) else known
+    fresh = ~known | moved
+    tree.count_codes(codes[fresh])
+    cohort = np.where(known, records.cohort[pos] if len(records.keys) else 0, context.seq)
+    split = history_split(tree, split_before, codes, cohort, context.seq)
+    # every record counted so far: the latest code of those here, the others as they were
+    here = np.zeros(len(records.keys), dtype=bool)
+    here[pos[known]] = True
+    all_keys = np.concatenate([records.keys[~here], keys])
+    order = np.argsort(all_keys, kind="stable")
+    updated = Records(all_keys[order],
+                      np.concatenate([records.codes[~here], codes])[order],
+                      np.concatenate([records.cohort[~here], cohort])[order])
+    timings["count"] = time.perf_counter() - t0
+    return stream_release(df, context.schema, tree, split=split,
+                          method_state=tree.to_bytes(updated, split), timings=timings,
+                          parameters=_parameters(tree) | {"counted_now": int(fresh.sum())})

@@ -1,0 +1,82 @@
+"""``anonkit release publish --method m-invariance`` on the command line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from click.testing import CliRunner
+
+from anonkit.cli import main
+from history_helpers import people
+
+
+def publish_args(table: Path, output: Path, history: Path, *extra: str) -> list[str]:
+    return ["release", "publish", str(table), "--dataset", "ward", "--key", "pid",
+            "--method", "m-invariance", "-m", "4", "--qi", "age,zip,sex",
+            "--sensitive", "disease", "--insensitive", "income", "--seed", "3",
+            "-o", str(output), "--history", str(history), *extra]
+
+
+def test_cli_publishes_an_m_invariant_sequence(tmp_path: Path) -> None:
+    runner = CliRunner()
+    history = tmp_path / "h.db"
+    hierarchy = tmp_path / "sex.csv"
+    hierarchy.write_text("F;*\nM;*\n")
+    for n, ids in enumerate((np.arange(150), np.arange(40, 170))):
+        table = tmp_path / f"in{n}.csv"
+        people(ids).to_csv(table, index=False)
+        result = runner.invoke(main, publish_args(table, tmp_path / f"r{n}.csv", history,
+                                                  "--hierarchy", f"sex={hierarchy}"))
+        assert result.exit_code == 0, result.output
+        assert "PASS m-uniqueness" in result.output
+        assert "COUNT query error" in result.output
+        assert (tmp_path / f"r{n}.counterfeits.csv").exists()
+    released = pd.read_csv(tmp_path / "r1.csv")
+    aux = pd.read_csv(tmp_path / "r1.counterfeits.csv")
+    assert len(released) == 130 + int(aux["counterfeits"].sum())
+    assert "counterfeit rows:" in result.output
+    assert "pid" not in released.columns
+    audited = runner.invoke(main, ["release", "audit", "--dataset", "ward", "--history",
+                                        str(history)])
+    assert audited.exit_code == 0, audited.output
+    assert "outside the claimed threat model" in audited.output
+
+
+def test_cli_json_reports_the_utility(tmp_path: Path) -> None:
+    table = tmp_path / "in.csv"
+    people(np.arange(120)).to_csv(table, index=False)
+    result = CliRunner().invoke(main, publish_args(table, tmp_path / "r.csv",
+                                                   tmp_path / "h.db", "--json"))
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert out["method"] == "m-invariance" and out["threat_model"] == "m-invariance"
+    assert 0 <= out["metrics"]["count_query.relative_error"] < 10
+    assert out["metrics"]["m_invariance.counterfeits"] == 0
+
+
+def test_cli_infeasible_m_exits_2_and_writes_nothing(tmp_path: Path) -> None:
+    df = people(np.arange(40))
+    others = np.array(["asthma", "cancer", "hiv", "covid"], dtype=object)[np.arange(40) % 4]
+    df["disease"] = np.where(np.arange(40) < 20, "flu", others)  # half are flu
+    table = tmp_path / "in.csv"
+    df.to_csv(table, index=False)
+    result = CliRunner().invoke(main, publish_args(table, tmp_path / "r.csv",
+                                                   tmp_path / "h.db"))
+    assert result.exit_code == 2, result.output
+    assert "'flu' is 20 of 40 rows (50.0%)" in result.output
+    assert "largest feasible m is 2" in result.output
+    assert not (tmp_path / "r.csv").exists()
+    assert not (tmp_path / "r.counterfeits.csv").exists()
+
+
+def test_cli_refuses_a_wrong_m(tmp_path: Path) -> None:
+    table = tmp_path / "in.csv"
+    people(np.arange(40)).to_csv(table, index=False)
+    args = publish_args(table, tmp_path / "r.csv", tmp_path / "h.db")
+    args[args.index("-m") + 1] = "4.5"
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2, result.output
+    assert "m must be a whole number >= 2" in result.output
