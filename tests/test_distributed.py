@@ -398,6 +398,14 @@ def test_cli_anonymize_and_check_with_dask(tmp_path: Path) -> None:
                                  str(tmp_path / "x.csv"), "--qi", "age", "-k", "2",
                                  "--workers", "2"])
     assert wrong.exit_code == 2 and "--engine dask" in wrong.output
+    # the same job from a job file: engine, workers and scheduler are job keys too
+    job = tmp_path / "job.toml"
+    job.write_text('input = "in.csv"\noutput = "from-toml"\nquasi_identifiers = ["age", "sex"]\n'
+                   'sensitive = "disease"\nidentifiers = ["id"]\ninsensitive = "*"\nk = 5\n'
+                   'engine = "dask"\nworkers = 1\n')
+    from_file = runner.invoke(main, ["anonymize", "--config", str(job)])
+    assert from_file.exit_code == 0, from_file.output
+    assert check(released(tmp_path / "from-toml"), ["age", "sex"], "disease", "k=5").passed
 
 
 # -- acceptance: 200,000 rows ----------------------------------------------------------------

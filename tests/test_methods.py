@@ -133,6 +133,9 @@ def test_an_option_of_another_method_is_refused(table: Path, tmp_path: Path) -> 
     ("hierarchies = { sex = 3 }", "hierarchies must be a table of column = text"),
     ('orders = { grade = 3 }', "orders must be a table of column = list of texts"),
     ("na_values = [1]", "na_values must be a list of texts"),
+    ('workers = "2"', "workers must be a whole number, got '2'"),
+    ('engine = "mars"', "engine must be local or dask, got 'mars'"),
+    ("workers = 2", "--workers and --scheduler choose a Dask cluster: add --engine dask"),
 ])
 def test_job_files_are_typed(table: Path, tmp_path: Path, line: str, message: str) -> None:
     job = tmp_path / "job.toml"

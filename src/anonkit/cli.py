@@ -32,6 +32,7 @@ JOB_FIELDS: dict[str, object] = {
     "kinds": dict[str, str], "separator": str, "shuffle": bool, "mkdir": bool,
     "header": bool, "names": _TEXTS, "na_values": _TEXTS, "skipinitialspace": bool,
     "encoding": str, "orders": dict[str, _TEXTS],
+    "engine": str, "workers": int, "scheduler": str,
 }
 JOB_KEYS = set(JOB_FIELDS)
 _TYPE_WORDS = {"str": "text", "bool": "true or false", "int": "a whole number",
@@ -433,10 +434,9 @@ def job_from(config: Mapping[str, Any], given: Mapping[str, Any],
 def engine_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """--engine, --workers, --scheduler: where the work runs."""
     for option in reversed((
-        click.option("--engine", type=click.Choice(["local", "dask"]), default="local",
-                     show_default=True,
-                     help="local: one process. dask: a Dask cluster (Mondrian only; the "
-                          "output is a directory of Parquet files)."),
+        click.option("--engine", type=click.Choice(["local", "dask"]), default=None,
+                     help="local (default): one process. dask: a Dask cluster (Mondrian "
+                          "only; the output is a directory of Parquet files)."),
         click.option("--workers", type=int, default=None, metavar="N",
                      help="Worker processes of the local Dask cluster (default: one per "
                           "core)."),
@@ -447,8 +447,12 @@ def engine_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
-def _engine_given(engine: str, workers: int | None, scheduler: str | None) -> bool:
+def _engine_given(engine: str | None, workers: int | None, scheduler: str | None) -> bool:
     """Whether the Dask engine is chosen; --workers / --scheduler need it."""
+    if engine not in (None, "local", "dask"):
+        raise InputError(f"engine must be local or dask, got {engine!r}")
+    if workers is not None and workers < 1:
+        raise InputError(f"workers must be a whole number >= 1, got {workers}")
     if engine != "dask" and (workers is not None or scheduler is not None):
         raise InputError("--workers and --scheduler choose a Dask cluster: add --engine dask")
     return engine == "dask"
@@ -478,7 +482,7 @@ def anonymize(input_path: str | None, output: str | None, config_path: Path | No
               hierarchies: tuple[str, ...], kinds: tuple[str, ...], insensitive: str | None,
               drop: str | None, method: str | None, shuffle: bool | None,
               report: Path | None, as_json: bool, verbose: bool,
-              mkdir: bool, engine: str, workers: int | None, scheduler: str | None,
+              mkdir: bool, engine: str | None, workers: int | None, scheduler: str | None,
               **method_values: Any) -> None:
     """Anonymize INPUT with a one-shot method (default: Mondrian) and write a verified
     release to OUTPUT."""
@@ -490,15 +494,17 @@ def anonymize(input_path: str | None, output: str | None, config_path: Path | No
             "drop": drop, "method": method, "shuffle": shuffle,
             "report": str(report) if report else None,
             "hierarchy_pairs": hierarchies, "kind_pairs": kinds,
+            "engine": engine, "workers": workers, "scheduler": scheduler,
         } | reading_given(method_values)
         for key in READING_PARAMETERS:
             method_values.pop(key, None)
         job = job_from(load_config(config_path), given | {"mkdir": mkdir or None},
                        given_method_options(method_values))
-        if _engine_given(engine, workers, scheduler):
+        if _engine_given(job.get("engine"), job.get("workers"), job.get("scheduler")):
             from anonkit.distributed.job import anonymize_job
 
-            outcome = anonymize_job(job, column_roles, workers, scheduler,
+            outcome = anonymize_job(job, column_roles, job.get("workers"),
+                                    job.get("scheduler"),
                                     progress=not as_json and sys.stderr.isatty())
         else:
             outcome = run_anonymize(job)
@@ -745,7 +751,7 @@ def column_roles(names: Sequence[str], job: Mapping[str, Any],
 @click.option("--json", "as_json", is_flag=True, help="Print the verdicts as JSON.")
 @engine_options
 def check(input_path: str, qi: str, sensitive: str | None, group_column: str | None,
-          kinds: tuple[str, ...], report: Path | None, as_json: bool, engine: str,
+          kinds: tuple[str, ...], report: Path | None, as_json: bool, engine: str | None,
           workers: int | None, scheduler: str | None, **model_values: Any) -> None:
     """Check any released table (ours or another tool's) against privacy models.
 
