@@ -194,7 +194,9 @@ class LazyGroup(click.Group):
     """A group whose heavier subcommand groups are imported only when used, so a plain
     ``anonkit anonymize`` does not pay for the history's database libraries."""
 
-    lazy: ClassVar[dict[str, tuple[str, str]]] = {"release": ("anonkit.releases.cli", "release")}
+    lazy: ClassVar[dict[str, tuple[str, str]]] = {"release": ("anonkit.releases.cli", "release"),
+                                                  "testdata": ("anonkit.testdata.cli",
+                                                               "testdata")}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted([*super().list_commands(ctx), *self.lazy])

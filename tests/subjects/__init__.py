@@ -1,0 +1,1 @@
+"""Subject programs for kb-anonymity test data, each with a seeded data generator."""
