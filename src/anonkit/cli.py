@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import click
 
 from anonkit.errors import AnonkitError, InputError
-from anonkit.options import as_list
+from anonkit.options import as_list, job_qis
 
 _TEXTS = list[str] | str  # a list of texts, or one text (comma-separated columns, a file)
 #: the keys of a job file besides the methods' options (see anonkit.methods), with their
@@ -544,14 +544,7 @@ def run_anonymize(job: dict[str, Any], progress: bool = True) -> dict[str, Any]:
     if method.anonymize is None:
         raise InputError(f"method {method.name!r} publishes only with a release history: use "
                          f"anonkit release publish --method {method.name}")
-    for key in ("input", "output"):
-        if not job.get(key):
-            raise InputError(f"no {key} given: pass {'INPUT' if key == 'input' else '-o FILE'} "
-                             f"or set {key} in the config")
-    qis = as_list(job.get("quasi_identifiers"))
-    if not qis:
-        raise InputError("no quasi-identifiers given: pass --qi a,b,c or set "
-                         "quasi_identifiers in the config")
+    qis = job_qis(job, "-o FILE")
     if str(job["output"]).endswith(("/", os.sep)):
         raise InputError(f"the output {job['output']} names a folder; give a file name "
                          f"(e.g. {job['output'].rstrip('/' + os.sep)}/release.csv)")

@@ -11,7 +11,7 @@ import numpy as np
 
 from anonkit.errors import InputError
 from anonkit.models.base import PrivacyModel
-from anonkit.options import as_list
+from anonkit.options import as_list, job_qis
 from anonkit.table import Kind
 
 #: job keys the Dask engine cannot honour yet, with what to do instead
@@ -42,14 +42,7 @@ def anonymize_job(job: Mapping[str, Any],
     for key, advice in _UNSUPPORTED.items():
         if job.get(key):
             raise InputError(f"--{key} is not available with --engine dask: {advice}")
-    for key in ("input", "output"):
-        if not job.get(key):
-            raise InputError(f"no {key} given: pass {'INPUT' if key == 'input' else '-o DIR'} "
-                             f"or set {key} in the config")
-    qis = as_list(job.get("quasi_identifiers"))
-    if not qis:
-        raise InputError("no quasi-identifiers given: pass --qi a,b,c or set "
-                         "quasi_identifiers in the config")
+    qis = job_qis(job, "-o DIR")
     options = dict(job.get("options") or {})
     unused = [name for name in ("remove_cut_dimension", "single_dimensional")
               if options.get(name)]
