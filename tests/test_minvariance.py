@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from collections import deque
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +21,9 @@ from anonkit.releases.attacks import CrossReleaseBreachError
 from anonkit.releases.minvariance import (
     MInvariance,
     SignatureState,
+    _key_order,
+    _positions_in,
+    _row_groups,
     check_m_invariance,
     signatures_from_history,
 )
@@ -66,8 +70,8 @@ def test_spec_001_split_example_known_answer() -> None:
 
 @settings(max_examples=60, deadline=None)
 @given(st.data())
-def test_vectorised_split_is_the_rule(data: st.DataObject) -> None:
-    """The level-synchronous split gives the classes of the plainly written rule (distinct
+def test_compiled_split_is_the_rule(data: st.DataObject) -> None:
+    """The compiled split gives the classes of the plainly written rule (distinct
     coordinates, so no tie depends on the order of equal values)."""
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     weighted = data.draw(st.booleans())
@@ -90,6 +94,125 @@ def test_vectorised_split_is_the_rule(data: st.DataObject) -> None:
     assert mine == reference
 
 
+def _rule_over_slots(bucket: np.ndarray, rank: np.ndarray, coords: np.ndarray,
+                     ranges: np.ndarray, weighted: bool) -> np.ndarray:
+    """The split rule written plainly over slot ids, with the numbering the split promises:
+    buckets of one row per list first, then a FIFO of halves (level by level, left first).
+    Each list is kept in slot order, so the stable sort of :func:`algo.split_scores` puts
+    equal coordinates in slot order."""
+    out = np.full(len(bucket), -1, dtype=np.int64)
+    queue: deque[list[np.ndarray]] = deque()
+    next_class = 0
+    for b in np.unique(bucket):
+        lists = [np.flatnonzero((bucket == b) & (rank == r))
+                 for r in range(int(rank[bucket == b].max()) + 1)]
+        if len(lists[0]) == 1:
+            out[np.concatenate(lists)] = next_class
+            next_class += 1
+        else:
+            queue.append(lists)
+    while queue:
+        lists = queue.popleft()
+        best: tuple[float, int, int] | None = None
+        for q in range(coords.shape[1]):
+            scores = algo.split_scores([coords[lst] for lst in lists], ranges, q,
+                                       weighted=weighted)
+            i = int(np.argmin(scores))
+            if best is None or scores[i] < best[0]:
+                best = (float(scores[i]), q, i + 1)
+        assert best is not None
+        _, q, i = best
+        ordered = [lst[np.argsort(coords[lst, q], kind="stable")] for lst in lists]
+        for half in ([np.sort(o[:i]) for o in ordered], [np.sort(o[i:]) for o in ordered]):
+            if len(half[0]) == 1:
+                out[np.concatenate(half)] = next_class
+                next_class += 1
+            else:
+                queue.append(half)
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_compiled_split_matches_the_rule_slot_for_slot_with_ties(data: st.DataObject) -> None:
+    """Many equal coordinates and equal scores, 1-4 QIs, shuffled slots: the same class for
+    every slot, numbered alike, as the plainly written rule (ties: lowest score, earliest
+    index, earliest QI; equal coordinates in slot order)."""
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    n_q = data.draw(st.integers(1, 4))
+    weighted = data.draw(st.booleans())
+    bucket_parts, rank_parts = [], []
+    for b in range(data.draw(st.integers(1, 5))):
+        s, n = data.draw(st.integers(1, 4)), data.draw(st.integers(1, 10))
+        bucket_parts.append(np.full(s * n, b))
+        rank_parts.append(np.repeat(np.arange(s), n))
+    shuffle = rng.permutation(sum(len(p) for p in bucket_parts))
+    bucket = np.concatenate(bucket_parts)[shuffle]
+    rank = np.concatenate(rank_parts)[shuffle]
+    levels = data.draw(st.integers(1, 5))
+    coords = rng.integers(0, levels, size=(len(bucket), n_q)).astype(float)
+    if data.draw(st.booleans()):  # fractions: sums that round
+        coords = coords * 0.1 + rng.integers(0, 3, size=coords.shape) * 0.3
+    ranges = rng.integers(0, 4, size=n_q).astype(float)  # 0: a span of 1
+    got = algo.perimeter_split(bucket, rank, coords, ranges, weighted=weighted)
+    expected = _rule_over_slots(bucket, rank, coords, ranges, weighted)
+    assert got.tolist() == expected.tolist()
+    for c in np.unique(got):  # one row per list
+        assert sorted(rank[got == c]) == list(range(int(rank[bucket == bucket[got == c][0]]
+                                                       .max()) + 1))
+
+
+def test_compiled_split_matches_the_rule_on_deeper_buckets() -> None:
+    """Buckets of up to 40 rows per list (deeper trees than the property test draws), ties
+    on every QI, both weightings."""
+    rng = np.random.default_rng(17)
+    sizes = [(4, 40), (3, 25), (5, 1), (2, 33)]
+    bucket = np.concatenate([np.full(s * n, b) for b, (s, n) in enumerate(sizes)])
+    rank = np.concatenate([np.repeat(np.arange(s), n) for s, n in sizes])
+    shuffle = rng.permutation(len(bucket))
+    bucket, rank = bucket[shuffle], rank[shuffle]
+    coords = np.column_stack([rng.integers(0, 8, len(bucket)), rng.integers(0, 3, len(bucket)),
+                              rng.random(len(bucket)).round(1)]).astype(float)
+    ranges = np.array([7.0, 2.0, 1.0])
+    for weighted in (True, False):
+        got = algo.perimeter_split(bucket, rank, coords, ranges, weighted=weighted)
+        assert got.tolist() == _rule_over_slots(bucket, rank, coords, ranges, weighted).tolist()
+        assert len(np.unique(got)) == 40 + 25 + 1 + 33
+
+
+def test_the_split_of_nothing_and_of_one_row_lists() -> None:
+    empty = algo.perimeter_split(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
+                                 np.zeros((0, 2)), np.array([1.0, 1.0]))
+    assert empty.dtype == np.int64 and len(empty) == 0
+    # buckets of one row per list are classes at once, numbered in bucket order (before
+    # the classes of split buckets); no QI is needed for them
+    got = algo.perimeter_split(np.array([1, 0, 1, 2, 2, 2, 2]), np.array([0, 0, 1, 0, 0, 1, 1]),
+                               np.array([[0.0], [5.0], [1.0], [3.0], [1.0], [2.0], [9.0]]),
+                               np.array([10.0]))
+    assert got.tolist() == [1, 0, 1, 3, 2, 2, 3]  # bucket 2 by the QI: {1.0, 2.0}, {3.0, 9.0}
+    assert algo.perimeter_split(np.array([0, 0]), np.array([0, 1]), np.zeros((2, 0)),
+                                np.zeros(0)).tolist() == [0, 0]
+
+
+def test_the_split_refuses_malformed_buckets() -> None:
+    coords = np.zeros((3, 1))
+    with pytest.raises(ValueError, match="same length"):
+        algo.perimeter_split(np.zeros(3, dtype=np.int64), np.array([0, 0, 1]), coords,
+                             np.array([1.0]))
+    with pytest.raises(ValueError, match=">= 0"):
+        algo.perimeter_split(np.array([0, -1, 0]), np.zeros(3, dtype=np.int64), coords,
+                             np.array([1.0]))
+    with pytest.raises(ValueError, match="finite"):
+        algo.perimeter_split(np.zeros(3, dtype=np.int64), np.zeros(3, dtype=np.int64),
+                             np.array([[0.0], [np.nan], [1.0]]), np.array([1.0]))
+    with pytest.raises(ValueError, match="one range per QI"):
+        algo.perimeter_split(np.zeros(3, dtype=np.int64), np.zeros(3, dtype=np.int64),
+                             coords, np.array([1.0, 2.0]))
+    with pytest.raises(ValueError, match="quasi-identifier"):
+        algo.perimeter_split(np.zeros(4, dtype=np.int64), np.array([0, 0, 1, 1]),
+                             np.zeros((4, 0)), np.zeros(0))
+
+
 def test_the_split_makes_one_row_per_value_with_ties() -> None:
     rng = np.random.default_rng(3)
     n, s = 50, 4
@@ -99,6 +222,63 @@ def test_the_split_makes_one_row_per_value_with_ties() -> None:
     assert len(np.unique(got)) == n
     for c in np.unique(got):
         assert sorted(np.repeat(np.arange(s), n)[got == c]) == list(range(s))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(0, 300), st.integers(0, 300))
+def test_key_order_and_positions_are_those_of_the_bytes(seed: int, n_old: int,
+                                                        n_new: int) -> None:
+    """The integer fast paths give numpy's answers on 16-byte keys, also when keys share
+    their first 8 bytes (few distinct leads) or repeat, and with null bytes."""
+    rng = np.random.default_rng(seed)
+    lead_values = rng.integers(1, 6)
+
+    def keys(n: int) -> np.ndarray:
+        raw = rng.integers(0, 256, size=(n, 16), dtype=np.uint8)
+        if rng.random() < 0.5:
+            raw[:, :8] = rng.integers(0, lead_values, size=(n, 8))
+        raw[:, 12:] *= rng.random((n, 4)) < 0.5  # trailing and embedded nulls
+        return np.frombuffer(raw.tobytes(), dtype="S16")
+
+    old = np.sort(keys(n_old))
+    new = np.concatenate([keys(n_new), old[rng.random(n_old) < 0.3]])
+    assert _key_order(new).tolist() == np.argsort(new, kind="stable").tolist()
+    pos = _positions_in(old, new)
+    found = pos >= 0
+    assert found.tolist() == np.isin(new, old).tolist()
+    assert (old[pos[found]] == new[found]).all()
+
+
+def test_row_groups_are_numpys_unique_rows() -> None:
+    rng = np.random.default_rng(11)
+    for _ in range(200):
+        rows = rng.integers(-1, rng.integers(1, 40), size=(rng.integers(0, 60),
+                                                          rng.integers(1, 4)))
+        group, counts = _row_groups(rows)
+        _, expected_group, expected_counts = np.unique(rows, axis=0, return_inverse=True,
+                                                       return_counts=True)
+        assert group.tolist() == np.asarray(expected_group).reshape(-1).tolist()
+        assert counts.tolist() == expected_counts.tolist()
+    wide = rng.integers(0, 2**40, size=(30, 2))  # too wide for one number: rows compared
+    assert _row_groups(wide)[1].tolist() == np.unique(wide, axis=0, return_counts=True)[1]\
+        .tolist()
+
+
+def test_signature_ranks_from_the_table_and_by_search_agree(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(2)
+    signatures = algo.Signatures()
+    for _ in range(40):
+        signatures.id_of(tuple(sorted(set(rng.integers(0, 12, size=4).tolist()))))
+    sig = rng.integers(0, len(signatures), size=2000)
+    values = rng.integers(0, 14, size=2000)  # 12, 13: in no signature
+    dense = signatures.rank_of(sig, values)
+    monkeypatch.setattr(algo, "_dense_ranks_fit", lambda n_pairs, n_queries: False)
+    assert dense.tolist() == signatures.rank_of(sig, values).tolist()
+    assert (dense >= 0).any() and (dense < 0).any()
+    for i in range(0, 2000, 97):
+        members = signatures.members(int(sig[i])).tolist()
+        assert dense[i] == (members.index(values[i]) if values[i] in members else -1)
 
 
 def test_dealing_gives_distinct_values_per_group() -> None:

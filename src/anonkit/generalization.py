@@ -37,7 +37,7 @@ import pandas as pd
 from anonkit._parallel import on_all_cores
 from anonkit.checker import first_appearances
 from anonkit.errors import InputError
-from anonkit.partition import Partition
+from anonkit.partition import Partition, runs
 from anonkit.table import EncodedColumn, Kind, code_type_for
 
 #: inside a label, the word for a missing cell (a class of missing cells only is released
@@ -314,25 +314,17 @@ def _distinct_sets_by_sorting(grouped: np.ndarray, starts: np.ndarray, card: int
         same_as = first_class[set_of_class]
         again = np.flatnonzero(same_as != np.arange(n_classes))
         if (sizes[again] == sizes[same_as[again]]).all() and (
-                member[_runs(first_member[again], sizes[again])]
-                == member[_runs(first_member[same_as[again]], sizes[again])]).all():
+                member[runs(first_member[again], sizes[again])]
+                == member[runs(first_member[same_as[again]], sizes[again])]).all():
             break
     set_sizes = sizes[first_class]
-    return set_of_class, member[_runs(first_member[first_class], set_sizes)], set_sizes
+    return set_of_class, member[runs(first_member[first_class], set_sizes)], set_sizes
 
 
 def _code_weights(card: int, seed: int) -> np.ndarray:
     """A random 64-bit number per code: a set's fingerprint is their sum over its members
     (wrapping around)."""
     return np.random.default_rng(seed).integers(0, 2**64, card, dtype=np.uint64)
-
-
-def _runs(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The positions ``starts[i], starts[i] + 1, ..., starts[i] + lengths[i] - 1`` for every
-    ``i``, one run after the other."""
-    ends = np.cumsum(lengths)
-    total = int(ends[-1]) if len(ends) else 0
-    return np.repeat(starts - (ends - lengths), lengths) + np.arange(total)
 
 
 def _set_labels(column: EncodedColumn, member: np.ndarray, sizes: np.ndarray) -> np.ndarray:

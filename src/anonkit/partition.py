@@ -16,6 +16,16 @@ import numpy as np
 from anonkit.models.base import Classes, SensitiveAttribute, ValueCounts
 
 
+def runs(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The positions ``starts[i], starts[i] + 1, ..., starts[i] + lengths[i] - 1`` for
+    every ``i``, one run after the other (vectorised)."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    ends = np.cumsum(lengths)
+    total = int(ends[-1]) if len(ends) else 0
+    return np.repeat(np.asarray(starts, dtype=np.int64) - (ends - lengths), lengths) + \
+        np.arange(total)
+
+
 @dataclass(frozen=True)
 class Partition:
     """Classes as runs of a row ordering: class ``c`` is ``order[starts[c]:ends[c]]``.

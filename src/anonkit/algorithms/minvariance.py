@@ -22,7 +22,8 @@ The phases of a later release (spec 001, and the notes on it in the specificatio
    each class holds one tuple per value.
 
 The first release is phases 3 and 4 on the whole table. Everything is vectorised: no loop
-runs over rows; loops run over distinct sensitive values or over the split's levels.
+runs over rows in Python; loops run over distinct sensitive values, and the split is a
+compiled kernel (``_minvariance_c``).
 
 The QIs enter as coordinates (a float per tuple and QI) with each QI's range; categorical
 QIs by their code order (the hierarchy's leaf order when one is given). Nothing here knows
@@ -36,8 +37,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from anonkit.errors import InputError
+from anonkit.partition import runs
+
+from . import _minvariance_c  # type: ignore[attr-defined]
 
 NO_SIGNATURE = -1
+
+
+def _dense_ranks_fit(n_pairs: int, n_queries: int) -> bool:
+    """Whether a table of every (signature, value) pair costs no more than the look-ups."""
+    return n_pairs <= max(n_queries, 1 << 12)
 
 
 # -- signatures ---------------------------------------------------------------------------
@@ -87,6 +96,13 @@ class Signatures:
         if not len(sig) or not len(self.codes):
             return out
         n_values = int(max(self.codes.max(), values.max())) + 1
+        if _dense_ranks_fit(len(self) * n_values, len(sig)) and sig.min() >= 0 \
+                and values.min() >= 0 and sig.max() < len(self):
+            # few signatures and values: one gather from a (signature, value) table
+            table = np.full((len(self), n_values), -1, dtype=np.int64)
+            owner = np.repeat(np.arange(len(self), dtype=np.int64), self.sizes())
+            table[owner, self.codes] = np.arange(len(self.codes)) - self.ptr[owner]
+            return table[sig, values]
         member_keys = self._member_keys(n_values)
         keys = sig * n_values + values
         pos = np.minimum(np.searchsorted(member_keys, keys), len(member_keys) - 1)
@@ -186,7 +202,7 @@ def balance(values: np.ndarray, known: np.ndarray, coords: np.ndarray, m: int,
     # (bucket, value) pairs of every bucket's signature, and their surviving counts
     sizes = signatures.sizes()[bucket_sig]
     pair_bucket = np.repeat(np.arange(n_buckets, dtype=np.int64), sizes)
-    pair_value = signatures.codes[_runs(signatures.ptr[bucket_sig], sizes)]
+    pair_value = signatures.codes[runs(signatures.ptr[bucket_sig], sizes)]
     pair_key = pair_bucket * n_values + pair_value
     kept_key = bucket_of_kept.astype(np.int64) * n_values + values[kept]
     pair_count = np.zeros(len(pair_key), dtype=np.int64)
@@ -371,182 +387,32 @@ def perimeter_split(bucket: np.ndarray, value_rank: np.ndarray, coords: np.ndarr
     the bucket's signature); every list of a bucket must have the same length N.
     ``coords[slot, q]`` is the slot's position on QI ``q`` and ``ranges[q]`` that QI's
     range. A segment of N rows per list is cut at the split index ``i`` in ``1 .. N - 1``
-    of its lists sorted by one QI, scored by
+    of its lists sorted by one QI (equal coordinates in slot order), scored by
     ``sum over halves of size * sum_q (max_q - min_q) / range_q`` (``weighted=False``: without
     the size); the lowest score wins, the earliest index and then the earliest QI on ties;
-    until every segment holds one row per list. Returns the class per slot.
+    until every segment holds one row per list. Returns the class per slot: buckets of one
+    row per list first (in bucket order), then level by level, left half before right.
 
-    Level-synchronous and vectorised: per QI, a permutation of the open slots sorted by
-    (segment, list, coordinate) is kept from level to level by stable partitioning, so no
-    level sorts; per level and QI, the extremes over the lists are reduced per split
-    position, then accumulated forwards and backwards.
+    The compiled kernel ``_minvariance_c.split`` does the work: each list is sorted once per
+    QI and every split partitions those orders stably, so no level sorts again; the scores
+    are the expression of :func:`split_scores` in the same order (bit-identical, so ties
+    resolve alike).
     """
-    n_slots = len(bucket)
-    bucket = np.asarray(bucket, dtype=np.int64)
-    value_rank = np.asarray(value_rank, dtype=np.int64)
-    n_q = coords.shape[1]
-    class_of = np.full(n_slots, -1, dtype=np.int64)
-    if not n_slots:
-        return class_of
-    # each QI as dense integer ranks: exact extremes whatever the accumulation order
-    ranks = np.empty((n_q, n_slots), dtype=np.int32)  # int32: half the bytes to gather
-    levels_of: list[np.ndarray] = []
-    spans = np.where(np.asarray(ranges, dtype=np.float64) > 0, ranges, 1.0)
-    for q in range(n_q):
-        levels, ranks[q] = np.unique(coords[:, q], return_inverse=True)
-        levels_of.append(levels)
-    max_rank = int(ranks.max(initial=0)) + 1
-
-    # segments: an open bucket part with s lists of n rows, laid out list after list
-    seg_of = bucket.copy()
-    n_buckets = int(bucket.max()) + 1
-    seg_s = np.bincount(bucket, minlength=n_buckets)
-    seg_lists = np.zeros(n_buckets, dtype=np.int64)
-    np.maximum.at(seg_lists, bucket, value_rank + 1)
-    if np.any(seg_s % np.maximum(seg_lists, 1)):
-        raise ValueError("every list of a bucket must have the same length")
-    seg_n = seg_s // np.maximum(seg_lists, 1)
-    seg_s = seg_lists
-    next_class = 0
-    done = seg_n == 1
-    if done.any():  # buckets of one row per list are classes already
-        ids = np.cumsum(done) - 1
-        mask = done[seg_of]
-        class_of[mask] = ids[seg_of[mask]]
-        next_class = int(done.sum())
-    alive = np.flatnonzero(~done[seg_of])
-    keep = ~done
-    remap = np.cumsum(keep) - 1
-    seg_s, seg_n = seg_s[keep], seg_n[keep]
-    perms = [alive[np.lexsort((ranks[q][alive], value_rank[alive], remap[seg_of[alive]]))]
-             for q in range(n_q)]
-    seg_of = np.where(keep[seg_of], remap[seg_of], -1)
-    # positions fit in 32 bits (checked): half the memory every per-slot step streams
-    if n_slots >= 2**31:
-        raise ValueError("the split handles fewer than 2**31 rows")
-    perms = [p.astype(np.int32) for p in perms]
-    while len(seg_s):
-        n_seg = len(seg_s)
-        size = (seg_s * seg_n).astype(np.int32)
-        start = np.r_[0, np.cumsum(size)[:-1]].astype(np.int32)
-        total = int(size.sum())
-        # positions in the (segment, list, row) layout and the (segment, row, list) one
-        seg_pos = np.repeat(np.arange(n_seg, dtype=np.int32), size)
-        seg_start = start[seg_pos]
-        local = np.arange(total, dtype=np.int32) - seg_start
-        lists_n = seg_n.astype(np.int32)[seg_pos]
-        row, lst_pos = np.divmod(local, lists_n)[::-1]
-        to_rows = seg_start + row * seg_s.astype(np.int32)[seg_pos] + lst_pos
-        by_rows = np.empty(total, dtype=np.int32)
-        by_rows[to_rows] = np.arange(total, dtype=np.int32)
-        cell_start = np.r_[0, np.cumsum(seg_n)[:-1]]  # per segment, its first (seg, row)
-        n_cells = int(seg_n.sum())
-        cell_seg = np.repeat(np.arange(n_seg), seg_n)
-        cell_row = np.arange(n_cells) - cell_start[cell_seg]
-        reduce_at = start[cell_seg] + cell_row * seg_s[cell_seg]
-        # segment offsets that make one running maximum restart at every segment
-        forward = cell_seg * (2 * max_rank)
-        backward = (n_seg - 1 - cell_seg) * (2 * max_rank)
-        best_score = np.full(n_seg, np.inf)
-        best_q = np.zeros(n_seg, dtype=np.int64)
-        best_i = np.ones(n_seg, dtype=np.int64)
-        w_left = cell_row * seg_s[cell_seg] if weighted else np.ones(n_cells)
-        w_right = (seg_n[cell_seg] - cell_row) * seg_s[cell_seg] if weighted \
-            else np.ones(n_cells)
-        for q in range(n_q):
-            idx = perms[q][by_rows]  # slots in (segment, row, list) order
-            left = np.zeros(n_cells)
-            right = np.zeros(n_cells)
-            r = ranks[:, idx]  # every QI at once: one gather, two reductions
-            his = np.maximum.reduceat(r, reduce_at, axis=1).astype(np.int64)
-            los = np.minimum.reduceat(r, reduce_at, axis=1).astype(np.int64)
-            for q2 in range(n_q):
-                hi, lo = his[q2], los[q2]
-                pre_hi = _segment_cummax(hi, forward)
-                pre_lo = -_segment_cummax(-lo, forward)
-                suf_hi = _segment_cummax(hi, backward, reverse=True)
-                suf_lo = -_segment_cummax(-lo, backward, reverse=True)
-                levels = levels_of[q2]
-                # split at row i: left = rows < i (prefix at i - 1), right = rows >= i
-                left[1:] += (levels[pre_hi[:-1]] - levels[pre_lo[:-1]]) / spans[q2]
-                right += (levels[suf_hi] - levels[suf_lo]) / spans[q2]
-            score = w_left * left + w_right * right
-            score[cell_row == 0] = np.inf
-            seg_min = np.minimum.reduceat(score, cell_start)
-            hit = np.flatnonzero(score == seg_min[cell_seg])
-            first = hit[np.unique(cell_seg[hit], return_index=True)[1]]
-            better = seg_min < best_score  # strictly: the earlier QI wins ties
-            best_score = np.where(better, seg_min, best_score)
-            best_q = np.where(better, q, best_q)
-            best_i = np.where(better, cell_row[first], best_i)
-        # which slots go left: rows < best_i in the chosen QI's order
-        goes_left = np.zeros(n_slots, dtype=bool)
-        for q in range(n_q):
-            chosen = best_q[seg_pos] == q
-            pos = np.flatnonzero(chosen & (row < best_i[seg_pos]))
-            goes_left[perms[q][pos]] = True
-        # children: left (s lists, best_i rows), right (s lists, n - best_i rows)
-        child_n = np.stack([best_i, seg_n - best_i], axis=1).reshape(-1)
-        child_s = np.repeat(seg_s, 2)
-        finished = child_n == 1
-        class_ids = np.full(2 * n_seg, -1, dtype=np.int64)
-        class_ids[finished] = next_class + np.arange(int(finished.sum()))
-        next_class += int(finished.sum())
-        open_child = ~finished
-        child_new = np.cumsum(open_child) - 1
-        # every slot's child, then classes for the finished ones
-        slots = perms[0]
-        child_of_slot = 2 * seg_of[slots] + (~goes_left[slots])
-        fin = finished[child_of_slot]
-        class_of[slots[fin]] = class_ids[child_of_slot[fin]]
-        new_seg = np.full(n_slots, -1, dtype=np.int64)
-        new_seg[slots] = np.where(fin, -1, child_new[child_of_slot])
-        # stable partition of every permutation by child: lists and order are kept
-        n_left = best_i * seg_s
-        # after the partition, segment k holds its left child then its right child
-        is_right = local >= n_left[seg_pos]
-        keep_pos = open_child[2 * seg_pos + is_right]
-        for q in range(n_q):
-            perms[q] = _stable_by_child(perms[q], ~goes_left[perms[q]], seg_pos, start,
-                                        n_left)[keep_pos]
-        seg_of = new_seg
-        seg_s, seg_n = child_s[open_child], child_n[open_child]
+    bucket = np.ascontiguousarray(bucket, dtype=np.int64).reshape(-1)
+    value_rank = np.ascontiguousarray(value_rank, dtype=np.int64).reshape(-1)
+    coords = np.ascontiguousarray(coords, dtype=np.float64)
+    ranges = np.asarray(ranges, dtype=np.float64).reshape(-1)
+    if coords.ndim != 2 or len(coords) != len(bucket) or len(value_rank) != len(bucket):
+        raise ValueError("perimeter_split: bucket, value_rank and coords need one entry per "
+                         "slot")
+    if len(ranges) != coords.shape[1]:
+        raise ValueError("perimeter_split: one range per QI (column of coords)")
+    if not np.isfinite(coords).all():
+        raise ValueError("perimeter_split: coordinates must be finite")
+    spans = np.ascontiguousarray(np.where(ranges > 0, ranges, 1.0))
+    class_of = np.empty(len(bucket), dtype=np.int64)
+    _minvariance_c.split(bucket, value_rank, coords, spans, weighted, class_of)
     return class_of
-
-
-def _stable_by_child(perm: np.ndarray, right: np.ndarray, seg_pos: np.ndarray,
-                     start: np.ndarray, n_left: np.ndarray) -> np.ndarray:
-    """``perm`` (segment ``k`` at ``start[k]``) with each segment's left slots first and its
-    right slots after, both in their order: a stable partition by two running counts."""
-    right = right.astype(np.int32)
-    before = np.cumsum(right, dtype=np.int32) - right  # right slots before each position
-    seg_start = start[seg_pos]
-    right_before = before - before[seg_start]
-    left_before = np.arange(len(perm), dtype=np.int32) - seg_start - right_before
-    target = np.where(right == 1, seg_start + n_left.astype(np.int32)[seg_pos] + right_before,
-                      seg_start + left_before)
-    out = np.empty_like(perm)
-    out[target] = perm
-    return out
-
-
-def _segment_cummax(x: np.ndarray, offset: np.ndarray, reverse: bool = False) -> np.ndarray:
-    """The running maximum of ``x`` within each segment (forwards, or backwards), with
-    ``offset`` growing by more than twice ``x``'s span per segment in the direction of
-    travel: integers, so exact."""
-    if reverse:
-        return (np.maximum.accumulate((x + offset)[::-1]))[::-1] - offset
-    return np.maximum.accumulate(x + offset) - offset
-
-
-def _runs(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """``concatenate([arange(s, s + n) for s, n in zip(starts, lengths)])``, vectorised."""
-    lengths = np.asarray(lengths, dtype=np.int64)
-    total = int(lengths.sum())
-    if not total:
-        return np.zeros(0, dtype=np.int64)
-    first = np.r_[0, np.cumsum(lengths)[:-1]]
-    return np.repeat(np.asarray(starts, dtype=np.int64) - first, lengths) + np.arange(total)
 
 
 def split_scores(lists: list[np.ndarray], ranges: np.ndarray, q: int, *,
@@ -563,7 +429,7 @@ def split_scores(lists: list[np.ndarray], ranges: np.ndarray, q: int, *,
             stacked = np.concatenate(half)
             perimeter = 0.0
             for width in (stacked.max(axis=0) - stacked.min(axis=0)) / spans:
-                perimeter += width  # in QI order, as the vectorised split adds them
+                perimeter += width  # in QI order, as the compiled split adds them
             score += perimeter * (len(stacked) if weighted else 1)
         out.append(score)
     return np.asarray(out)

@@ -94,10 +94,8 @@ class SignatureState:
     def lookup(self, keys: np.ndarray) -> np.ndarray:
         """Per key, its signature id (-1: never in an m-invariant release)."""
         out = np.full(len(keys), algo.NO_SIGNATURE, dtype=np.int64)
-        if not len(self.keys) or not len(keys):
-            return out
-        pos = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
-        hit = self.keys[pos] == keys
+        pos = _positions_in(self.keys, keys)
+        hit = pos >= 0
         out[hit] = self.signature[pos[hit]]
         return out
 
@@ -440,8 +438,7 @@ def separate_labels(generalized: list[Any], table: Any, forms: dict[str, Any],
     if not generalized:
         return {}
     keys = np.stack([g.label_codes[0] for g in generalized], axis=1)
-    _, group, counts = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
-    group = np.asarray(group).reshape(-1)
+    group, counts = _row_groups(keys)
     if not (counts > 1).any():
         return {}
     labels = [np.asarray(g.labels, dtype=object).copy() for g in generalized]
@@ -523,6 +520,21 @@ def _like_column(texts: np.ndarray, column: pd.Series) -> np.ndarray:
     return np.asarray(texts, dtype=object)
 
 
+def _row_groups(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(rows, axis=0, return_inverse=True, return_counts=True)[1:]`` for rows of
+    label codes (>= -1): each row read as one mixed-radix number when it fits 62 bits, a
+    1-d unique (rows in the same order), not a sort of row bytes."""
+    shifted = rows.astype(np.int64) + 1
+    radix = shifted.max(axis=0, initial=0) + 1
+    if len(rows) and shifted.min() >= 0 and np.log2(radix).sum() < 62:
+        weights = np.cumprod(np.r_[radix[1:], 1][::-1])[::-1].astype(np.int64)
+        _, group, counts = np.unique(shifted @ weights, return_inverse=True,
+                                     return_counts=True)
+    else:
+        _, group, counts = np.unique(rows, axis=0, return_inverse=True, return_counts=True)
+    return np.asarray(group).reshape(-1), counts
+
+
 def _rank_in_signature(values: np.ndarray, sig: np.ndarray,
                        signatures: algo.Signatures) -> np.ndarray:
     """Per slot, the position of its value in its signature (signatures are sorted)."""
@@ -533,11 +545,49 @@ def _next_state(state: SignatureState, keys: np.ndarray, published: np.ndarray,
                 signatures: algo.Signatures, names: np.ndarray) -> SignatureState:
     """The records of this release with their signatures, and every earlier record absent
     from it with its own (so a record that comes back finds its signature)."""
-    absent = ~np.isin(state.keys, keys)
+    keys = np.asarray(keys, dtype=KEY_DTYPE)
+    by_key = _key_order(keys)
+    absent = _positions_in(keys[by_key], state.keys) < 0
     all_keys = np.concatenate([state.keys[absent], keys])
     all_sigs = np.concatenate([state.signature[absent], published])
-    order = np.argsort(all_keys, kind="stable")
+    order = _key_order(all_keys)
     return SignatureState(all_keys[order], all_sigs[order], signatures, names)
+
+
+# 16-byte keys compare as bytes, slowly; their first 8 bytes read as a big-endian integer
+# order them alike, and where those integers are distinct (pseudorandom keys: always, in
+# practice) they decide every comparison. Where they are not, the bytes decide.
+
+
+def _leading_words(keys: np.ndarray) -> np.ndarray:
+    """The first 8 bytes of every key as a big-endian unsigned integer."""
+    return np.ascontiguousarray(keys, dtype=KEY_DTYPE).view(">u8")[::2].astype(np.uint64)
+
+
+def _key_order(keys: np.ndarray) -> np.ndarray:
+    """``np.argsort(keys, kind="stable")`` of 16-byte keys."""
+    lead = _leading_words(keys)
+    order = np.argsort(lead, kind="stable")
+    if np.all(lead[order[1:]] > lead[order[:-1]]):  # no two keys share their first 8 bytes
+        return order
+    return np.argsort(keys, kind="stable")
+
+
+def _positions_in(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Per key, the position of an equal key in ``sorted_keys`` (sorted), -1 if none."""
+    out = np.full(len(keys), -1, dtype=np.int64)
+    if not len(sorted_keys) or not len(keys):
+        return out
+    keys = np.asarray(keys, dtype=KEY_DTYPE)
+    lead = _leading_words(sorted_keys)
+    if np.all(lead[1:] > lead[:-1]):  # distinct: only the key with equal lead can match
+        pos = np.searchsorted(lead, _leading_words(keys))
+    else:
+        pos = np.searchsorted(sorted_keys, keys)
+    pos = np.minimum(pos, len(sorted_keys) - 1)
+    hit = sorted_keys[pos] == keys
+    out[hit] = pos[hit]
+    return out
 
 
 def _sensitive_attribute(schema: Schema) -> str:
