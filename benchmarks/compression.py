@@ -11,7 +11,13 @@ Run: ``python benchmarks/compression.py [--quick]``. Prints three tables:
 3. the information loss (GCP) of each tree's k-anonymous release of one column of 10^6
    ages (in tenths of a year), against the stream tree and single-column Mondrian on the
    same column, for k = 10, 100, 1000, with the whole method's time (encode, tree, release,
-   verification, metrics).
+   verification, metrics);
+4. the optimal alphabetic tree alone (Garsia--Wachs, counts given directly) on 10^5 and
+   10^6 symbols with random, increasing, decreasing, V-shaped and equal counts -- the
+   profiles that made the former two-stack version quadratic -- and the growth from 10^5 to
+   10^6, in time and in the extension's count of its steps (n log n allows about 12x; a
+   time growth <= 15x passes). ``--old PATH`` also times a former build of the extension (a
+   ``_compression_c*.so`` file) at 10^5 symbols.
 
 Times are the best of ``--repeat`` runs (3), warm.
 """
@@ -19,15 +25,18 @@ Times are the best of ``--repeat`` runs (3), warm.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import time
 from collections.abc import Callable
+from types import ModuleType
 
 import numpy as np
 import pandas as pd
 
 from anonkit import methods
-from anonkit.algorithms.compression import build_tree, symbols_of
+from anonkit.algorithms import _compression_c  # type: ignore[attr-defined]
+from anonkit.algorithms.compression import build_tree, garsia_wachs_depths, symbols_of
 from anonkit.algorithms.stream_tree import StreamTree
 from anonkit.table import Schema
 
@@ -125,6 +134,50 @@ def gcp_table(n: int, ks: tuple[int, ...], rng: np.random.Generator) -> list[tup
     return rows
 
 
+def count_profiles(n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    half = np.arange(n // 2, 0, -1)
+    return {"random 1..10^9": rng.integers(1, 10**9, n),
+            "increasing": np.arange(1, n + 1),
+            "decreasing": np.arange(n, 0, -1),
+            "V-shaped": np.concatenate([half, np.arange(1, n - len(half) + 1)]),
+            "equal": np.ones(n, dtype=np.int64)}
+
+
+def load_extension(path: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location("_compression_c", path)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def alphabetic_table(sizes: tuple[int, int], repeat: int, rng: np.random.Generator,
+                     old: ModuleType | None) -> list[tuple[str, ...]]:
+    small, large = sizes
+    rows = []
+    for name in count_profiles(small, rng):
+        seconds, work = {}, {}
+        for n in sizes:
+            counts = np.ascontiguousarray(count_profiles(n, rng)[name], dtype=np.int64)
+            seconds[n], depths = best_of(lambda c=counts: garsia_wachs_depths(c), repeat)
+            # the extension's own count of its steps: the growth without the memory hierarchy
+            work[n] = _compression_c.gw_depths(counts, np.empty(n, dtype=np.int64))
+            bits = float((counts * depths).sum()) / counts.sum()  # type: ignore[operator]
+        old_cell = "-"
+        if old is not None:
+            counts = np.ascontiguousarray(count_profiles(small, rng)[name], dtype=np.int64)
+            out = np.empty(small, dtype=np.int64)
+            old_seconds, _ = best_of(lambda c=counts, o=out: old.gw_depths(c, o), 1)
+            old_cell = f"{old_seconds:.3f}"
+        growth = seconds[large] / max(seconds[small], 1e-9)
+        work_growth = work[large] / work[small]
+        rows.append((name, old_cell, f"{seconds[small]:.3f}", f"{seconds[large]:.3f}",
+                     f"{growth:.1f}x", f"{work_growth:.1f}x",
+                     "ok" if growth <= 15 else "time ABOVE 15x", f"{bits:.2f}"))
+    return rows
+
+
 def show(title: str, header: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
     print(f"\n{title}")
@@ -138,6 +191,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="10^5 values, one repetition")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--old", metavar="PATH",
+                        help="a former build of _compression_c to time at the smaller size")
     args = parser.parse_args()
     n = 100_000 if args.quick else N
     repeat = 1 if args.quick else args.repeat
@@ -153,6 +208,13 @@ def main() -> None:
          f"~1,000 distinct)",
          ("k", "method", "GCP", "classes", "measured k", "seconds (whole method)"),
          gcp_table(n, (10, 100, 1000), rng))
+    sizes = (n // 10, n)
+    old = load_extension(args.old) if args.old else None
+    show(f"4. optimal alphabetic tree alone (Garsia-Wachs), {sizes[0]:,} and {sizes[1]:,} "
+         f"symbols",
+         ("counts", f"old, {sizes[0]:,}", f"new, {sizes[0]:,}", f"new, {sizes[1]:,}",
+          "time growth", "work growth", "status", "bits/count"),
+         alphabetic_table(sizes, repeat, rng, old))
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ from anonkit.algorithms.compression import (
     truncate,
 )
 from anonkit.cli import main
+from anonkit.errors import InputError
 from anonkit.table import Schema
 
 AGES = [5, 15, 19, 22, 25, 33, 33, 39, 31, 44, 41, 42, 48, 55, 59, 70]
@@ -136,6 +137,101 @@ def test_huffman_is_not_order_preserving_but_alphabetic_trees_are() -> None:
     weights = [1, 50, 1, 50, 1]
     assert not huffman_tree(weights).is_alphabetic()
     assert optimal_alphabetic_tree(weights).is_alphabetic()
+
+
+# -- the O(n log n) Garsia--Wachs against the reference, the DP and the clock ---------------
+
+
+def count_profiles(max_size: int) -> st.SearchStrategy[list[int]]:
+    """Counts shaped like the hard cases: monotone, V-shaped, plateaus (ties) and random."""
+    base = st.lists(st.integers(1, 60), min_size=1, max_size=max_size)
+    return st.one_of(
+        base,
+        st.lists(st.integers(1, 3), min_size=1, max_size=max_size),  # many ties
+        base.map(sorted),
+        base.map(lambda c: sorted(c, reverse=True)),
+        st.tuples(base, base).map(lambda p: sorted(p[0], reverse=True) + sorted(p[1])),
+        st.tuples(base, base).map(lambda p: sorted(p[0]) + sorted(p[1], reverse=True)),
+        st.tuples(st.integers(1, 50), st.integers(1, max_size)).map(lambda p: [p[0]] * p[1]),
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(count_profiles(13))
+def test_garsia_wachs_profiles_are_optimal_and_match_the_reference(counts: list[int]) -> None:
+    depths = garsia_wachs_depths(counts)
+    # the same joins as the reference, so the same depths; the cost is the DP's optimum
+    assert (depths == garsia_wachs_depths_reference(counts)).all()
+    tree = optimal_alphabetic_tree(counts)
+    assert tree.is_alphabetic()
+    assert (tree.depths()[:len(counts)] == depths).all()
+    assert tree.cost() == optimal_alphabetic_cost(counts)
+
+
+@settings(max_examples=60, deadline=None)
+@given(count_profiles(1500))
+def test_garsia_wachs_long_profiles_match_the_reference(counts: list[int]) -> None:
+    depths = garsia_wachs_depths(counts)
+    assert (depths == garsia_wachs_depths_reference(counts)).all()
+    assert optimal_alphabetic_tree(counts).is_alphabetic()
+
+
+def test_garsia_wachs_equal_counts_cost_is_known() -> None:
+    # n equal counts: every optimal tree (alphabetic or not) has 2(n - 2^f) leaves at depth
+    # f + 1 and the rest at depth f, f = floor(log2 n)
+    for n in (1, 2, 3, 5, 1000, 1 << 17, 300_001):
+        f = n.bit_length() - 1
+        tree = optimal_alphabetic_tree(np.ones(n, dtype=np.int64))
+        assert tree.cost() == n * f + 2 * (n - (1 << f))
+
+
+def _profiles(n: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(12)
+    half = np.arange(n // 2, 0, -1)
+    return {"random": rng.integers(1, 10**9, n), "increasing": np.arange(1, n + 1),
+            "decreasing": np.arange(n, 0, -1),
+            "V-shaped": np.concatenate([half, np.arange(1, n - len(half) + 1)]),
+            "peak": np.concatenate([np.arange(1, n - len(half) + 1), half])}
+
+
+@pytest.mark.parametrize("profile", ["random", "increasing", "decreasing", "V-shaped", "peak"])
+def test_garsia_wachs_worst_cases_give_optimal_alphabetic_trees(profile: str) -> None:
+    # the profiles that made the two-stack version quadratic; their speed is a benchmark
+    # figure (benchmarks/compression.py) and their growth is checked by the work count
+    # below, never by a clock
+    counts = _profiles(200_000)[profile]
+    depths = garsia_wachs_depths(counts)
+    tree = optimal_alphabetic_tree(counts)
+    assert tree.is_alphabetic()
+    assert (tree.depths()[:len(counts)] == depths).all()
+    # an optimal alphabetic tree: no better than Huffman, no worse than the halving tree
+    assert huffman_tree(counts).cost() <= tree.cost() <= halving_tree(counts).cost()
+
+
+@pytest.mark.parametrize("profile", ["random", "increasing", "decreasing", "V-shaped", "peak"])
+def test_garsia_wachs_work_grows_as_n_log_n(profile: str) -> None:
+    # the extension counts its steps (rotations, descents, scan steps): a clock-free check
+    # that 10x the symbols costs about 10 log(10n) / log(n) times the work, not 100x
+    from anonkit.algorithms import _compression_c  # type: ignore[attr-defined]
+
+    work = {}
+    for n in (20_000, 200_000):
+        counts = np.ascontiguousarray(_profiles(n)[profile], dtype=np.int64)
+        work[n] = _compression_c.gw_depths(counts, np.empty(n, dtype=np.int64))
+        assert work[n] <= 3 * n * np.log2(n)
+    assert work[200_000] <= 13 * work[20_000]
+
+
+def test_optimal_tree_refuses_a_zero_count() -> None:
+    with pytest.raises(InputError, match="symbol 1 has count 0"):
+        optimal_alphabetic_tree([3, 0, 2])
+
+
+def test_gw_depths_refuses_mismatched_buffers() -> None:
+    from anonkit.algorithms import _compression_c  # type: ignore[attr-defined]
+
+    with pytest.raises(ValueError, match="equal length"):
+        _compression_c.gw_depths(np.ones(4, dtype=np.int64), np.empty(3, dtype=np.int64))
 
 
 # -- truncation ---------------------------------------------------------------------------

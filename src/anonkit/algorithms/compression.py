@@ -302,9 +302,10 @@ def halving_tree(counts: Sequence[int] | np.ndarray) -> CodeTree:
 
 def garsia_wachs_depths(counts: Sequence[int] | np.ndarray) -> np.ndarray:
     """Per symbol, its depth in an optimal alphabetic tree (see
-    :func:`garsia_wachs_depths_reference`; compiled, with the working sequence as two
-    stacks). Worst case quadratic, not O(n log n): smoothly monotone counts over 10^5
-    symbols take seconds (see benchmarks/README.md)."""
+    :func:`garsia_wachs_depths_reference`: the same joins, so the same depths). Compiled and
+    O(n log n) in the worst case: a linked working sequence, a stack of the places a join may
+    have made joinable (so nothing is rescanned), and a splay tree to find where a joined
+    node lands."""
     counts = np.ascontiguousarray(_check_counts(counts))
     depths = np.empty(len(counts), dtype=np.int64)
     _compression_c.gw_depths(counts, depths)
