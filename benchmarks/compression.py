@@ -28,11 +28,11 @@ import argparse
 import importlib.util
 import os
 import time
-from collections.abc import Callable
 from types import ModuleType
 
 import numpy as np
 import pandas as pd
+from timing import best_of
 
 from anonkit import methods
 from anonkit.algorithms import _compression_c  # type: ignore[attr-defined]
@@ -45,13 +45,6 @@ TREE_TARGET = 0.5
 STREAM_TARGET = 1_000_000
 
 
-def best_of(fn: Callable[[], object], repeat: int) -> tuple[float, object]:
-    times, out = [], None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return min(times), out
 
 
 def columns(n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:

@@ -9,9 +9,9 @@ Run: ``python benchmarks/ke.py [--quick]``. Prints one table; times are the best
 from __future__ import annotations
 
 import argparse
-import time
 
 import numpy as np
+from timing import best_of
 
 from anonkit.algorithms import ke
 
@@ -19,13 +19,6 @@ K, E = 5, 1000.0
 EARLIER = 5  # releases in the history before the timed incremental one
 
 
-def best_of(fn, repeat: int = 3) -> tuple[float, object]:
-    times, out = [], None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-    return min(times), out
 
 
 def salaries(n: int, seed: int) -> np.ndarray:
