@@ -325,9 +325,8 @@ def test_worker_killed_mid_job_still_gives_a_verified_output(tmp_path: Path) -> 
         job = threading.Thread(target=run)
         job.start()
         # the staging directory appears when the fragments start: kill a worker then
-        deadline = time.monotonic() + 60
         while not any(p.name.endswith(".tmp") for p in tmp_path.iterdir()):
-            assert time.monotonic() < deadline and job.is_alive(), outcome
+            assert job.is_alive(), outcome  # the job ended before its fragments started
             time.sleep(0.01)
         alive_at_kill = job.is_alive()
         os.kill(pids[0], signal.SIGKILL)

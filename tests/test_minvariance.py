@@ -113,15 +113,13 @@ def _rule_over_slots(bucket: np.ndarray, rank: np.ndarray, coords: np.ndarray,
             queue.append(lists)
     while queue:
         lists = queue.popleft()
-        best: tuple[float, int, int] | None = None
+        candidates = []  # (lowest score, QI, split index): the earlier QI wins a tie
         for q in range(coords.shape[1]):
             scores = algo.split_scores([coords[lst] for lst in lists], ranges, q,
                                        weighted=weighted)
             i = int(np.argmin(scores))
-            if best is None or scores[i] < best[0]:
-                best = (float(scores[i]), q, i + 1)
-        assert best is not None
-        _, q, i = best
+            candidates.append((float(scores[i]), q, i + 1))
+        _, q, i = min(candidates)
         ordered = [lst[np.argsort(coords[lst, q], kind="stable")] for lst in lists]
         for half in ([np.sort(o[:i]) for o in ordered], [np.sort(o[i:]) for o in ordered]):
             if len(half[0]) == 1:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import textwrap
-import time
 from pathlib import Path
 from typing import Any
 
@@ -177,15 +176,11 @@ def programs(draw: st.DrawFn, depth: int = 0) -> list[str]:
     return body
 
 
-RELEASED_BY_RANDOM_PROGRAMS: list[int] = []
-
-
-@pytest.mark.slow
 @settings(max_examples=12, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(programs(), st.integers(0, 10_000), st.sampled_from(["P-T", "I-T", "P-F"]))
-def test_random_programs_keep_their_paths(tmp_path: Path, body: list[str], seed: int,
-                                          option: str) -> None:
+def random_programs_keep_their_paths(tmp_path: Path, released: list[int], body: list[str],
+                                     seed: int, option: str) -> None:
     source = "def f(a, b, c, d):\n" + "\n".join("    " + line for line in body) + "\n"
     path = tmp_path / f"random_{seed}.py"
     path.write_text(source)
@@ -200,17 +195,18 @@ def test_random_programs_keep_their_paths(tmp_path: Path, body: list[str], seed:
     assert not result.problems and not result.failures
     if len(result.release.data):
         check_result(result, raw, f"{path}:f", option, opt_out)
-    RELEASED_BY_RANDOM_PROGRAMS.append(len(result.release.data))
+    released.append(len(result.release.data))
     for bucket in result.buckets:
         assert bucket.released > 0 or bucket.reason
 
 
 @pytest.mark.slow
-def test_random_programs_released_tuples() -> None:
-    """The property above is not vacuous: most random programs get test data."""
-    if not RELEASED_BY_RANDOM_PROGRAMS:
-        pytest.skip("run together with test_random_programs_keep_their_paths")
-    assert sum(n > 0 for n in RELEASED_BY_RANDOM_PROGRAMS) >= len(RELEASED_BY_RANDOM_PROGRAMS) / 2
+def test_random_programs_keep_their_paths(tmp_path: Path) -> None:
+    """Random programs from the grammar keep their paths (the property above, run by
+    hypothesis), and the property is not vacuous: most of them get test data."""
+    released: list[int] = []
+    random_programs_keep_their_paths(tmp_path, released)
+    assert released and sum(n > 0 for n in released) >= len(released) / 2
 
 
 # -- hostile programs --------------------------------------------------------------------------
@@ -242,9 +238,7 @@ def test_hostile_programs_are_stopped_or_reported(tmp_path: Path,
     spec = write_program(tmp_path, HOSTILE)
     modes = ["ok"] * 12 + ["loop", "shell", "memory", "exit", "write", "stuck"]
     raw = pd.DataFrame({"mode": modes, "x": list(range(0, 36, 3)) + [1] * 6})
-    started = time.monotonic()
     result = generate(spec, raw, k=3, limits=Limits(time_limit=0.5), seed=1)
-    assert time.monotonic() - started < 90
     reasons = dict(result.failures)
     assert set(reasons) == {12, 13, 14, 15, 16, 17}
     assert "stopped answering" in reasons[17]

@@ -145,7 +145,7 @@ def check(
         raise InputError(f"unknown group column {group_column!r}; the table has: "
                          f"{', '.join(map(str, df.columns))}")
     if attributes is None:
-        attributes = [_sensitive_attribute(df[name], name, kinds, hierarchies, orders)
+        attributes = [sensitive_attribute(df[name], name, kinds, hierarchies, orders)
                       for name in sens]
     bound = bind_models(model_list, attributes)
 
@@ -287,10 +287,12 @@ def _check_columns(df: pd.DataFrame, qis: list[str], sens: list[str]) -> None:
                          f"sensitive; give it one role")
 
 
-def _sensitive_attribute(series: pd.Series, name: str,
-                         kinds: Mapping[str, Kind | str] | None,
-                         hierarchies: Mapping[str, Hierarchy] | None,
-                         orders: Mapping[str, Sequence[object]] | None) -> SensitiveAttribute:
+def sensitive_attribute(series: pd.Series, name: str,
+                        kinds: Mapping[str, Kind | str] | None,
+                        hierarchies: Mapping[str, Hierarchy] | None,
+                        orders: Mapping[str, Sequence[object]] | None) -> SensitiveAttribute:
+    """A released sensitive column, encoded as the checker reads it (missing values kept,
+    kinds / hierarchies / orders as declared, else inferred)."""
     kind = Kind((kinds or {})[name]) if name in (kinds or {}) else None
     order = tuple((orders or {})[name]) if name in (orders or {}) else None
     if order is not None and kind is None:

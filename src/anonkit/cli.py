@@ -219,10 +219,20 @@ def main() -> None:
 # -- options shared by `anonymize` and `release publish`: defined once -------------------
 
 
+def _stacked(fn: Callable[..., Any],
+             decorators: Sequence[Callable[[Callable[..., Any]], Callable[..., Any]]]
+             ) -> Callable[..., Any]:
+    """``fn`` under ``decorators``, the first listed outermost (so ``--help`` shows the
+    options in the order listed)."""
+    for decorator in reversed(decorators):
+        fn = decorator(fn)
+    return fn
+
+
 def role_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """The columns' roles and descriptions: --qi, --sensitive, --id, --insensitive, --drop,
     --hierarchy, --kind."""
-    for decorator in reversed([
+    return _stacked(fn, [
         click.option("--qi", help="Quasi-identifiers, comma-separated."),
         click.option("--sensitive", help="Sensitive column(s), comma-separated."),
         click.option("--id", "--identifiers", "identifiers",
@@ -236,15 +246,13 @@ def role_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                           "given no other role. Every column needs a role."),
         click.option("--drop", metavar="COLUMNS",
                      help="Columns left out of the release, comma-separated."),
-    ]):
-        fn = decorator(fn)
-    return fn
+    ])
 
 
 def reading_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """How to read the input file: --sep, --no-header, --names, --na-values,
     --skipinitialspace, --encoding."""
-    for decorator in reversed([
+    return _stacked(fn, [
         click.option("--sep", "separator",
                      help="CSV separator (default: sniffed); several characters allowed, e.g. "
                           "', ' (a comma and the spaces after it)."),
@@ -260,9 +268,7 @@ def reading_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                      help="Drop the spaces after each separator, in every column."),
         click.option("--encoding", metavar="NAME",
                      help="The file's text encoding (default utf-8), e.g. latin-1."),
-    ]):
-        fn = decorator(fn)
-    return fn
+    ])
 
 
 order_option = click.option(
@@ -435,7 +441,7 @@ def job_from(config: Mapping[str, Any], given: Mapping[str, Any],
 
 def engine_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """--engine, --workers, --scheduler: where the work runs."""
-    for option in reversed((
+    return _stacked(fn, [
         click.option("--engine", type=click.Choice(["local", "dask"]), default=None,
                      help="local (default): one process. dask: a Dask cluster (Mondrian "
                           "only; the output is a directory of Parquet files)."),
@@ -444,9 +450,7 @@ def engine_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                           "core)."),
         click.option("--scheduler", metavar="ADDRESS",
                      help="Run on the Dask cluster at ADDRESS (tcp://host:8786) instead."),
-    )):
-        fn = option(fn)
-    return fn
+    ])
 
 
 def _engine_given(engine: str | None, workers: int | None, scheduler: str | None) -> bool:

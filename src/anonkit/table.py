@@ -90,11 +90,14 @@ class Schema:
         orders = dict(orders or {})
         if not quasi_identifiers:
             raise InputError("no quasi-identifiers given: name at least one column (--qi a,b)")
+        unchanged = [] if insensitive in (None, "*") else \
+            [insensitive] if isinstance(insensitive, str) else list(insensitive or ())
         named: dict[str, Role] = {}
         for role, names in (
             (Role.IDENTIFIER, identifiers),
             (Role.QUASI_IDENTIFIER, quasi_identifiers),
             (Role.SENSITIVE, sensitive),
+            (Role.INSENSITIVE, unchanged),
         ):
             for name in names:
                 if name not in df.columns:
@@ -109,15 +112,7 @@ class Schema:
                     )
                 named[name] = role
         if insensitive is not None and insensitive != "*":
-            unchanged = [insensitive] if isinstance(insensitive, str) else list(insensitive)
-            for name in unchanged:
-                if name not in df.columns:
-                    raise InputError(f"unknown column {name!r} given as insensitive; the "
-                                     f"table has: {', '.join(map(str, df.columns))}")
-                if name in named:
-                    raise InputError(f"column {name!r} is given two roles: "
-                                     f"{named[name].value} and insensitive; give it one")
-            nobody = [str(c) for c in df.columns if c not in named and c not in unchanged]
+            nobody = [str(c) for c in df.columns if c not in named]
             if nobody:
                 raise InputError(
                     f"column(s) with no role: {', '.join(nobody)}. Give every column a role: "
@@ -130,7 +125,7 @@ class Schema:
                 if name not in df.columns:
                     raise InputError(f"{what} is given for unknown column {name!r}")
         for name, role in named.items():
-            if role is not Role.IDENTIFIER:
+            if role in (Role.QUASI_IDENTIFIER, Role.SENSITIVE):
                 _refuse_nested(df[name], name)
         specs = []
         for name in df.columns:

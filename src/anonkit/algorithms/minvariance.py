@@ -441,14 +441,14 @@ def reference_split(lists: list[np.ndarray], ranges: np.ndarray, *, weighted: bo
     per value; returns the final classes, each as one coordinate row per list."""
     if len(lists[0]) == 1:
         return [[lst[0] for lst in lists]]
-    best: tuple[float, int, int] | None = None
+    # per QI its lowest score at its earliest split index; the lowest wins, the earlier QI
+    # on a tie (tuples compare score first, then QI)
+    candidates = []
     for q in range(lists[0].shape[1]):
         scores = split_scores(lists, ranges, q, weighted=weighted)
         i = int(np.argmin(scores))  # the earliest of equal scores
-        if best is None or scores[i] < best[0]:  # the earlier QI keeps a tie
-            best = (float(scores[i]), q, i + 1)
-    assert best is not None
-    _, q, i = best
+        candidates.append((float(scores[i]), q, i + 1))
+    _, q, i = min(candidates)
     ordered = [lst[np.argsort(lst[:, q], kind="stable")] for lst in lists]
     return (reference_split([o[:i] for o in ordered], ranges, weighted=weighted) +
             reference_split([o[i:] for o in ordered], ranges, weighted=weighted))

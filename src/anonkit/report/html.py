@@ -482,7 +482,7 @@ def _sensitive_section(result: AnonymizationResult, class_ids: np.ndarray, n_cla
     values, then the weakest classes for l (fewest distinct values), t (farthest from the
     whole table's distribution) and δ (largest log-ratio of a value's share in a class
     to its share overall), whichever models the release was asked to meet."""
-    from anonkit.checker import _sensitive_attribute, bind_models
+    from anonkit.checker import bind_models, sensitive_attribute
     from anonkit.models.base import Classes
     from anonkit.models.closeness import TCloseness
     from anonkit.models.diversity import DistinctLDiversity
@@ -496,7 +496,7 @@ def _sensitive_section(result: AnonymizationResult, class_ids: np.ndarray, n_cla
     cards = []
     for name in names:
         spec = result.schema[name]
-        attribute = _sensitive_attribute(
+        attribute = sensitive_attribute(
             result.data[name], name, {name: spec.kind} if spec.kind else None,
             {name: spec.hierarchy} if spec.hierarchy is not None else None,
             {name: spec.order} if spec.order else None)
