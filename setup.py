@@ -1,6 +1,6 @@
 """Build of the C extensions (the Mondrian kernel, the (k,e) kernel, the m-invariance split,
-the code trees of compression anonymity, the CSV writer); all other metadata is in
-pyproject.toml."""
+the code trees of compression anonymity, the release knowledge's propagation, the CSV
+writer); all other metadata is in pyproject.toml."""
 
 from setuptools import Extension, setup
 
@@ -27,6 +27,12 @@ setup(
         Extension(
             "anonkit.algorithms._compression_c",
             ["src/anonkit/algorithms/_compression_c.c"],
+            extra_compile_args=["-O3"],
+        ),
+        Extension(
+            "anonkit.releases._knowledge_c",
+            ["src/anonkit/releases/_knowledge_c.c"],
+            # bounds are sums of whole numbers: exact in float64 in any order
             extra_compile_args=["-O3"],
         ),
         Extension(

@@ -28,6 +28,7 @@ from anonkit.releases.attacks import (
     audit_views,
     requirements_of,
 )
+from anonkit.releases.knowledge import knowledge
 from anonkit.releases.publish import PublishRequest, method_for, publish, register_method
 from anonkit.releases.report import render_html
 from anonkit.releases.store import HistoryStore, PreparedRelease, multisets
@@ -80,7 +81,7 @@ def test_hand_computed_pair(history: HistoryTarget, tmp_path: Path) -> None:
     e, f: {d,e,f} & {a,e,f}: {e, f}; values {cold}: pinned (both adversaries).
     """
     with _hand_history(history, tmp_path) as store:
-        report = audit(store, "census")
+        report = audit(store, "census", pairs=True)
         (pair,) = report.pairs
         assert pair.releases == (1, 2) and pair.records_compared == 6
         assert counts(pair) == {
@@ -101,7 +102,7 @@ def test_hand_computed_pair(history: HistoryTarget, tmp_path: Path) -> None:
         assert report.breached and report.records_breached == 4
 
         # explicit thresholds: l = 3 distinct values, a range of e = 2500 on income
-        strict = audit(store, "census", l=3, e=2500)
+        strict = audit(store, "census", l=3, e=2500, pairs=True)
         (pair,) = strict.pairs
         found = counts(pair)
         assert found[("qi", "distinct l-diversity", "disease")] == 6
@@ -154,7 +155,7 @@ def test_a_model_without_cross_release_measure_is_checked_for_exact_disclosure(
         object.__setattr__(v, "info", v.info.__class__(**{
             **v.info.__dict__, "requirements": [],
             "models": [{"model": "t-closeness", "parameters": {"t": 0.123456789}}]}))
-    report = audit_views(views)
+    report = audit_views(views, pairs=True)
     (pair,) = report.pairs
     assert {f.model for f in pair.findings} == {PINNED}  # a, d, e, f: one value left
     assert pair.records_breached == 4
@@ -164,7 +165,7 @@ def test_a_model_without_cross_release_measure_is_checked_for_exact_disclosure(
         "t-closeness (t=0.123456789)"]
     assert f"t-closeness (t=0.123456789): {EXACT_ONLY}" in render_html(report)
     # an explicit threshold prints as given, never rounded
-    exact = audit_views(views, e=1234567.5)
+    exact = audit_views(views, e=1234567.5, pairs=True)
     finding = next(f for f in exact.pairs[0].findings if f.measure == "range")
     assert "sensitive range >= 1234567.5" in finding.describe()
     assert "range &gt;= 1234567.5" in render_html(exact)
@@ -179,7 +180,7 @@ def test_republishing_the_same_classes_reveals_nothing_new(tmp_path: Path) -> No
         view = store.load(store.release("census", 1))
         distinct = np.bincount(view.values["disease"].class_index)
         assert distinct.min() >= 2  # no class is homogeneous on its own
-        report = audit(store, "census")
+        report = audit(store, "census", pairs=True)
     assert not report.breached and report.records_breached == 0
     assert [p.records_compared for p in report.pairs] == [500, 500, 500]
     assert all(not p.findings for p in report.pairs)
@@ -189,7 +190,7 @@ def test_republishing_the_same_classes_reveals_nothing_new(tmp_path: Path) -> No
 def test_one_release_has_nothing_to_intersect(tmp_path: Path) -> None:
     with HistoryStore.open(tmp_path / "h.db", create=True) as store:
         publish(store, people(np.arange(50)), make_request(), tmp_path / "r.csv")
-        report = audit(store, "census")
+        report = audit(store, "census", pairs=True)
     assert not report.breached and report.pairs == [] and report.overall is None
     assert "nothing to intersect" in report.summary()
 
@@ -200,11 +201,13 @@ def test_one_release_has_nothing_to_intersect(tmp_path: Path) -> None:
 def brute_force(tables: Sequence[pd.DataFrame], class_ids: Sequence[np.ndarray], key: str,
                 sensitive: Sequence[str], numeric: set[str], k: float,
                 l: float | None = None, e: float | None = None,  # noqa: E741
+                deduction: bool = True
                 ) -> dict[tuple[int, ...], tuple[Counter[tuple[str, str, str | None]], int,
                                                  dict[str, int]]]:
     """Per scope (a pair of releases by index, or ``()`` for "every release containing
     the record"): breached records per (adversary, model, attribute), breached records,
-    and breached records per adversary -- record by record with Python sets."""
+    and breached records per adversary -- record by record with Python sets. Without
+    ``deduction`` the qi adversary keeps the plain intersection of the multisets."""
     class_of: list[dict[object, int]] = []
     members: list[dict[int, set[object]]] = []
     multiset: list[dict[str, dict[int, Counter[object]]]] = []
@@ -284,7 +287,7 @@ def brute_force(tables: Sequence[pd.DataFrame], class_ids: Sequence[np.ndarray],
             bags = [multiset[r][attr][c] for r, c in zip(scope, classes, strict=True)]
             values = set.intersection(*(set(b) for b in bags))
             cand_qi = min(cand_qi, sum(min(b[v] for b in bags) for v in values))
-            qi_values = deduce(deduce_over)[attr][atom]
+            qi_values = deduce(deduce_over)[attr][atom] if deduction else values
             linked = set()
             for other in shared:  # linked rows show each candidate's value
                 seen = {value_of[r][attr][other] for r in scope}
@@ -329,16 +332,47 @@ def brute_force(tables: Sequence[pd.DataFrame], class_ids: Sequence[np.ndarray],
     return out
 
 
-def assert_matches_brute_force(report: AuditReport, truth: dict) -> None:  # type: ignore[type-arg]
+def assert_matches_brute_force(report: AuditReport, truth: dict,  # type: ignore[type-arg]
+                               plain: dict | None = None) -> None:  # type: ignore[type-arg]
+    """Every pair scope as the brute force has it. The all-releases scope too, except the
+    qi adversary's value findings: the audit deduces them release after release, each new
+    atom starting from its parent's bounds (see anonkit.releases.knowledge), which is not
+    the brute force's from-scratch propagation; there they are at least the plain
+    intersection's (``plain``: the brute force without deduction), and their soundness is
+    checked record by record against the true values by the caller."""
     scopes = {tuple(report.releases.index(s) for s in p.releases): p for p in report.pairs}
     assert report.overall is not None
     scopes[()] = report.overall
     assert set(scopes) == set(truth)
     for name, scope in scopes.items():
         tally, breached, by_adversary = truth[name]
-        assert counts(scope) == dict(tally), name
-        assert scope.records_breached == breached, name
-        assert scope.breached_by == by_adversary, name
+        got = counts(scope)
+        if name == () and plain is not None:
+            least = plain[()][0]
+            deduced = {key for key in set(got) | set(tally)
+                       if key[0] == "qi" and key[2] is not None}
+            for key in deduced:
+                assert got.get(key, 0) >= least.get(key, 0), key
+            got = {key: n for key, n in got.items() if key not in deduced}
+            tally = Counter({key: n for key, n in tally.items() if key not in deduced})
+            assert scope.breached_by["linkage"] == by_adversary["linkage"]
+            assert scope.records_breached >= plain[()][1]
+        else:
+            assert scope.records_breached == breached, name
+            assert scope.breached_by == by_adversary, name
+        assert got == dict(tally), name
+
+
+def assert_qi_deduction_is_sound(store: HistoryStore, dataset: str, versions: list[pd.DataFrame],
+                                 key: str, sensitive: Sequence[str]) -> None:
+    """Every record's true value is among the values the qi adversary cannot rule out."""
+    everyone = pd.concat(versions).drop_duplicates(key).reset_index(drop=True)
+    known = knowledge(store, dataset, store.pseudonyms(dataset, everyone[key]))
+    for attr in sensitive:
+        truth = everyone[attr].tolist()
+        a = known.attributes[attr]
+        for i, value in enumerate(truth):
+            assert value in a.deduced(i), (attr, i, value, a.deduced(i))
 
 
 class Recorder:
@@ -367,8 +401,9 @@ def test_audit_matches_brute_force_on_a_churning_table(history: HistoryTarget,
     with open_store(history) as store:
         for n, df in enumerate(versions):
             publish(store, df, req, tmp_path / f"r{n}.csv", allow_breach=True)
-        report = audit(store, "census")
-        strict = audit(store, "census", k=7, l=3, e=20_000)
+        report = audit(store, "census", pairs=True)
+        strict = audit(store, "census", k=7, l=3, e=20_000, pairs=True)
+        assert_qi_deduction_is_sound(store, "census", versions, "pid", ["disease", "income"])
     class_ids = [r.class_ids for r in recorder.results]  # type: ignore[attr-defined]
     members = [set(df["pid"]) for df in versions]
     common = {"tables": versions, "class_ids": class_ids, "key": "pid",
@@ -377,8 +412,10 @@ def test_audit_matches_brute_force_on_a_churning_table(history: HistoryTarget,
     presence = Counter(tuple(n for n, df in enumerate(versions) if pid in members[n])
                        for pid in set().union(*members))
     assert (1, 4) in presence and (0, 1, 4) in presence  # gaps are exercised
-    assert_matches_brute_force(report, brute_force(**common, k=5))
-    assert_matches_brute_force(strict, brute_force(**common, k=7, l=3, e=20_000))
+    assert_matches_brute_force(report, brute_force(**common, k=5),
+                               brute_force(**common, k=5, deduction=False))
+    assert_matches_brute_force(strict, brute_force(**common, k=7, l=3, e=20_000),
+                               brute_force(**common, k=7, l=3, e=20_000, deduction=False))
 
 
 # -- acceptance: naive Mondrian on a churning table ----------------------------------------
@@ -401,7 +438,8 @@ def test_naive_mondrian_on_a_churning_table_is_caught(tmp_path: Path) -> None:
         for n, df in enumerate(versions):
             info = publish(store, df, req, tmp_path / f"r{n}.csv", allow_breach=True)
             assert info.passed and info.method == "mondrian"
-        report = audit(store, "census")
+        report = audit(store, "census", pairs=True)
+        assert_qi_deduction_is_sound(store, "census", versions, "id", ["disease", "salary"])
     assert report.breached
     assert all(p.records_breached > 0 for p in report.pairs)
     assert all(p.count("linkage", "k-anonymity") > 0 for p in report.pairs)
@@ -409,7 +447,10 @@ def test_naive_mondrian_on_a_churning_table_is_caught(tmp_path: Path) -> None:
     assert [p.records_compared for p in report.pairs[:1]] == [2700]
     truth = brute_force(versions, [r.class_ids for r in recorder.results],  # type: ignore[attr-defined]
                         key="id", sensitive=["disease", "salary"], numeric={"salary"}, k=5)
-    assert_matches_brute_force(report, truth)
+    plain = brute_force(versions, [r.class_ids for r in recorder.results],  # type: ignore[attr-defined]
+                        key="id", sensitive=["disease", "salary"], numeric={"salary"}, k=5,
+                        deduction=False)
+    assert_matches_brute_force(report, truth, plain)
 
 
 # -- gating a publication on the audit -----------------------------------------------------
@@ -423,7 +464,7 @@ def test_a_release_that_would_breach_is_refused(history: HistoryTarget,
         before = [(r.seq, r.content_hash) for r in store.releases()]
         with pytest.raises(CrossReleaseBreachError,
                            match=r"release 2 of 'census' was refused: .* would breach \d+ "
-                                 r"records \(releases 1 & 2: \d+ records, .*--method "
+                                 r"records \(all releases: \d+ records, .*--method "
                                  r"m-invariance \(a categorical sensitive attribute\) or "
                                  r"--method ke"):
             publish(store, v2, make_request(), tmp_path / "r2.csv")
@@ -433,9 +474,9 @@ def test_a_release_that_would_breach_is_refused(history: HistoryTarget,
         # what the gate saw is what the audit reports once the release is published anyway
         publish(store, v2, make_request(), tmp_path / "r2.csv", allow_breach=True)
         publish(store, v3, make_request(), tmp_path / "r3.csv", allow_breach=True)
-        focused = audit(store, "census", focus=2)
+        focused = audit(store, "census", focus=2, pairs=True)
         assert [p.releases for p in focused.pairs] == [(1, 2), (2, 3)]
-        full = audit(store, "census")
+        full = audit(store, "census", pairs=True)
         assert [p for p in full.pairs if 2 in p.releases] == focused.pairs
 
         # on a clean history, a release that reveals nothing new passes the gate
@@ -455,7 +496,7 @@ def test_the_findings_serialise_and_the_report_is_self_contained(history: Histor
     with open_store(history) as store:
         for n, df in enumerate(versions):
             publish(store, df, make_request(), tmp_path / f"r{n}.csv", allow_breach=True)
-        report = audit(store, "census")
+        report = audit(store, "census", pairs=True)
     data = json.loads(json.dumps(report.to_dict()))
     assert data["breached"] is True and data["releases"] == [1, 2, 3]
     assert [p["releases"] for p in data["pairs"]] == [[1, 2], [1, 3], [2, 3]]
@@ -465,7 +506,7 @@ def test_the_findings_serialise_and_the_report_is_self_contained(history: Histor
     page = render_html(report)
     assert "http://" not in page and "https://" not in page and "<script" not in page
     images = [chunk.split("'")[0] for chunk in page.split("data:image/png;base64,")[1:]]
-    assert len(images) == 2  # breaches per pair, and the release-by-release matrix
+    assert len(images) == 3  # breaches per release, per pair, and the release matrix
     assert all(base64.b64decode(img).startswith(b"\x89PNG") for img in images)
 
 
@@ -492,7 +533,7 @@ def test_ke_anonymity_does_not_count_a_missing_value_as_distinct(tmp_path: Path)
             req = make_request(method="given-classes", k=1, sensitive=("disease", "income"),
                                classes=classes, ke=(2, 0.0, "income"))
             publish(store, df, req, tmp_path / f"r{n}.csv", allow_breach=True)
-        report = audit(store, "census")
+        report = audit(store, "census", pairs=True)
     pair = report.pairs[0]
     ke = {f.adversary: f.records for f in pair.findings
           if f.model == KEAnonymity.name and f.measure == "distinct_present"
@@ -542,7 +583,7 @@ def test_counterfeit_rows_are_no_identity_candidates(tmp_path: Path) -> None:
     with HistoryStore.open(tmp_path / "h.db", create=True) as store:
         for seq in (1, 2):
             store.commit_release(hand_release(seq, members, values, fakes=fakes))
-        report = audit(store, "hand")
+        report = audit(store, "hand", pairs=True)
         view = store.load(store.release("hand", 1))
     assert view.sizes.tolist() == [5, 5] and view.counterfeits.tolist() == [3, 0]
     (pair,) = report.pairs
@@ -556,7 +597,7 @@ def test_counterfeit_rows_are_no_identity_candidates(tmp_path: Path) -> None:
     plain = [hand_release(seq, members, values, fakes=fakes).view() for seq in (1, 2)]
     for v in plain:
         v.counterfeits = np.zeros(v.n_classes, dtype=np.int64)
-    assert ("qi", "k-anonymity", None) not in counts(audit_views(plain).pairs[0])
+    assert ("qi", "k-anonymity", None) not in counts(audit_views(plain, pairs=True).pairs[0])
 
 
 #: permuted releases: values are shuffled within each group, so linking a person's rows
@@ -578,13 +619,13 @@ def test_linking_permuted_groups_gives_what_counting_gives() -> None:
     the counting argument the audit found nothing)."""
     views = [hand_release(n, classes, PERMUTED_VALUES, kind="permuted", k=1).view()
              for n, classes in enumerate((PERMUTED_1, PERMUTED_2), start=1)]
-    (pair,) = audit_views(views).pairs
+    (pair,) = audit_views(views, pairs=True).pairs
     assert counts(pair) == {("qi", PINNED, "disease"): 2, ("linkage", PINNED, "disease"): 2}
     pinned = {w["record"] for f in pair.findings for w in f.worst}
     assert pinned == {b"a".ljust(16, b".").hex(), b"f".ljust(16, b".").hex()}
     # b and c share both groups, two values are left: with l = 3 both adversaries see
     # the same
-    strict = audit_views(views, l=3).pairs[0]
+    strict = audit_views(views, l=3, pairs=True).pairs[0]
     assert counts(strict) == {("qi", "distinct l-diversity", "disease"): 6,
                               ("qi", PINNED, "disease"): 2,
                               ("linkage", "distinct l-diversity", "disease"): 6,
@@ -623,7 +664,7 @@ def test_a_homogeneous_cross_release_cell_is_a_breach(tmp_path: Path) -> None:
         with pytest.raises(CrossReleaseBreachError, match="would breach 2 records"):
             publish(store, WARD, request(WARD_2), tmp_path / "r2.csv")
         publish(store, WARD, request(WARD_2), tmp_path / "r2.csv", allow_breach=True)
-        report = audit(store, "ward")
+        report = audit(store, "ward", pairs=True)
         pseudonyms = store.pseudonyms("ward", pd.Series(["P0", "P1"]))
     (pair,) = report.pairs
     assert counts(pair) == {("qi", PINNED, "disease"): 2, ("linkage", PINNED, "disease"): 2}
@@ -641,5 +682,5 @@ def test_a_class_homogeneous_in_one_release_is_no_cross_release_disclosure() -> 
     values = {"a": "flu", "b": "flu", "c": "hiv", "d": "cold"}
     views = [hand_release(n, {"a": 0, "b": 0, "c": 1, "d": 1}, values, k=2).view()
              for n in (1, 2)]
-    (pair,) = audit_views(views).pairs
+    (pair,) = audit_views(views, pairs=True).pairs
     assert pair.findings == [] and pair.records_breached == 0

@@ -92,9 +92,14 @@ def test_publish_list_show_audit(history: HistoryTarget, tmp_path: Path) -> None
     audited = run(history, "audit", "--dataset", "census", "--report", str(report))
     assert audited.exit_code == 3, audited.output
     assert "records breached" in audited.output
-    assert report.read_text().count("data:image/png;base64,") == 1  # two releases: one pair
+    assert report.read_text().count("data:image/png;base64,") == 1  # breaches per release
     findings = json.loads(run(history, "audit", "--dataset", "census", "--json").output)
-    assert findings["breached"] is True and findings["pairs"][0]["releases"] == [1, 2]
+    assert findings["breached"] is True and findings["pairs"] == []
+    assert set(findings["all_releases"]["by_release"]) == {"1", "2"}
+    paired = json.loads(run(history, "audit", "--dataset", "census", "--json",
+                            "--pairs").output)
+    assert paired["pairs"][0]["releases"] == [1, 2]
+    assert paired["records_breached"] == findings["records_breached"]
     focused = run(history, "audit", "--dataset", "census", "--release", "9")
     assert focused.exit_code == 2 and "no release 9" in focused.output
 

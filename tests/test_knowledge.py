@@ -3,6 +3,7 @@ cases, a brute force in plain Python sets, and agreement with the audit's figure
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import json
 from collections import Counter
@@ -15,8 +16,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from anonkit.errors import HistoryError
-from anonkit.releases.attacks import PINNED, Requirement, audit_views
-from anonkit.releases.knowledge import Knowledge, knowledge, knowledge_views
+from anonkit.releases.attacks import (
+    PINNED,
+    CrossReleaseBreachError,
+    Requirement,
+    audit,
+    audit_views,
+)
+from anonkit.releases.knowledge import (
+    Knowledge,
+    KnowledgeRebuiltWarning,
+    knowledge,
+    knowledge_views,
+)
 from anonkit.releases.publish import publish
 from anonkit.releases.store import (
     HistoryStore,
@@ -26,6 +38,9 @@ from anonkit.releases.store import (
     record_entries,
 )
 from history_helpers import churned_versions, make_request
+
+# the module (the package re-exports its function knowledge() under the same name)
+knowledge_module = importlib.import_module("anonkit.releases.knowledge")
 
 
 def release(seq: int, members: dict[str, int], values: dict[str, object], *,
@@ -355,3 +370,167 @@ def test_both_adversaries_against_every_assignment(data: st.DataObject) -> None:
         i = known.index(r)
         assert len(values) <= v.qi_distinct[i] <= v.distinct[i], r
         assert v.linkage_distinct[i] == len(linked[r]), r
+
+
+# -- the compiled propagation against the numpy rule it replaced -----------------------------
+
+
+def reference_propagate(low: np.ndarray, high: np.ndarray, atom: np.ndarray,
+                        atom_size: np.ndarray, link_start: np.ndarray, link_g: np.ndarray,
+                        count: np.ndarray, need: np.ndarray, s_low: np.ndarray,
+                        s_high: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Jacobi rounds in numpy: every live entry's bounds from each of its multiset sums,
+    then from its atom's sum, all applied at once; an entry whose bounds meet is dropped
+    (its value stays in its sums); bounds that cross undo everything."""
+    low, high = low.astype(np.float64), high.astype(np.float64)
+    s_low, s_high = s_low.copy(), s_high.copy()
+    start = (low.copy(), high.copy(), s_low.copy(), s_high.copy())
+    link_e = np.repeat(np.arange(len(low)), np.diff(link_start))
+    out_low, out_high = low.copy(), high.copy()
+    alive = np.arange(len(low))
+    size = atom_size.astype(np.float64).copy()
+    rounds = 0
+    for rounds in range(1, knowledge_module._MAX_ROUNDS + 1):
+        cap = count[link_g] - (s_low[link_g] - low[link_e])
+        floor = need[link_g] - (s_high[link_g] - high[link_e])
+        hi2, lo2 = high.copy(), low.copy()
+        np.minimum.at(hi2, link_e, cap)
+        np.maximum.at(lo2, link_e, floor)
+        a_low = np.bincount(atom, lo2, minlength=len(size))[atom]
+        a_high = np.bincount(atom, hi2, minlength=len(size))[atom]
+        hi3 = np.minimum(hi2, size[atom] - (a_low - lo2))
+        lo3 = np.maximum(lo2, size[atom] - (a_high - hi2))
+        if (lo3 > hi3).any():
+            return (*start, rounds, True)
+        d_low, d_high = lo3 - low, hi3 - high
+        changed = bool(d_low.any() or d_high.any())
+        s_low += np.bincount(link_g, d_low[link_e], minlength=len(s_low))
+        s_high += np.bincount(link_g, d_high[link_e], minlength=len(s_high))
+        low, high = lo3, hi3
+        out_low[alive], out_high[alive] = low, high
+        if not changed:
+            break
+        fixed = low == high
+        size -= np.bincount(atom[fixed], low[fixed], minlength=len(size))
+        keep = ~fixed
+        renumber = np.cumsum(keep) - 1
+        on = keep[link_e]
+        link_e, link_g = renumber[link_e[on]], link_g[on]
+        alive, low, high, atom = alive[keep], low[keep], high[keep], atom[keep]
+    return out_low, out_high, s_low, s_high, rounds, False
+
+
+def test_compiled_propagation_matches_the_numpy_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every propagation of random histories (with counterfeits, permuted releases and
+    records that come and go), and random problems that mostly contradict themselves: the
+    same bounds, sums, rounds and verdict."""
+    calls = []
+    compiled = knowledge_module._propagate
+
+    def both(low, high, atom, atom_size, link_start, link_g, count, need, s_low, s_high):  # type: ignore[no-untyped-def]
+        expected = reference_propagate(low, high, atom, atom_size, link_start, link_g,
+                                       count, need, s_low, s_high)
+        got = compiled(low, high, atom, atom_size, link_start, link_g, count, need,
+                       s_low.copy(), s_high.copy())
+        calls.append(expected[5])
+        for a, b in zip(got[:4], expected[:4], strict=True):
+            np.testing.assert_array_equal(a, b)
+        assert got[4] == expected[4]
+        return compiled(low, high, atom, atom_size, link_start, link_g, count, need, s_low,
+                        s_high)
+
+    monkeypatch.setattr(knowledge_module, "_propagate", both)
+    for seed in range(8):
+        knowledge_views(random_views(seed, n_releases=5))
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        n_atoms, n_keys = int(rng.integers(1, 6)), int(rng.integers(1, 8))
+        n = int(rng.integers(1, 12))
+        atom = rng.integers(0, n_atoms, n)
+        n_links = rng.integers(0, 4, n)
+        link_start = np.concatenate([[0], np.cumsum(n_links)])
+        link_g = rng.integers(0, n_keys, int(link_start[-1]))
+        high = rng.integers(0, 4, n).astype(np.float64)
+        count = rng.integers(0, 6, n_keys).astype(np.float64)
+        s_low = np.zeros(n_keys)
+        s_high = np.bincount(link_g, high[np.repeat(np.arange(n), n_links)],
+                             minlength=n_keys)
+        both(np.zeros(n), high, atom, rng.integers(1, 4, n_atoms).astype(np.float64),
+             link_start, link_g, count, count - rng.integers(0, 2, n_keys), s_low, s_high)
+    assert any(calls) and not all(calls)  # both verdicts were compared
+
+
+# -- the knowledge the history keeps ---------------------------------------------------------
+
+
+def _published(tmp_path: Path, n: int = 4) -> tuple[HistoryStore, list[pd.DataFrame]]:
+    versions = churned_versions(400, n, churn=0.2, seed=9)
+    store = HistoryStore.open(tmp_path / "h.db", create=True)
+    for i, df in enumerate(versions[:-1]):
+        publish(store, df, make_request(sensitive=("disease", "income")),
+                tmp_path / f"r{i}.csv", allow_breach=True)
+    return store, versions
+
+
+def test_the_gate_reads_no_earlier_release(tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """Publishing release n reads the knowledge kept after release n - 1, never the
+    earlier releases themselves: the gate's cost does not grow with the history."""
+    store, versions = _published(tmp_path)
+    with store:
+
+        def no_load(*args: object, **kwargs: object) -> None:
+            raise AssertionError("the gate read an earlier release")
+
+        monkeypatch.setattr(HistoryStore, "load", no_load)
+        request = make_request(sensitive=("disease", "income"))
+        with pytest.raises(CrossReleaseBreachError, match="all releases: "):
+            publish(store, versions[-1], request, tmp_path / "r.csv")
+        info = publish(store, versions[-1], request, tmp_path / "r.csv", allow_breach=True)
+        kept = store.knowledge_state("census")
+        assert kept is not None and kept[0] == info.seq == len(versions)
+
+
+def test_the_kept_knowledge_is_that_of_every_release(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """After each publish the history keeps what folding every release gives, and the
+    audit judges it without folding anything."""
+    store, _ = _published(tmp_path, n=5)
+    with store:
+        views = [store.load(info, labels=False) for info in store.releases("census")]
+        rebuilt = audit_views(views, worst=1000).to_dict()
+        known = knowledge(store, "census")
+        folded = knowledge_views(views)
+
+        def no_fold(*args: object) -> None:
+            raise AssertionError("the audit rebuilt the knowledge")
+
+        monkeypatch.setattr(knowledge_module, "fold", no_fold)
+        kept = audit(store, "census", worst=1000).to_dict()
+    kept.pop("row_wise_intersections")
+    rebuilt.pop("row_wise_intersections")
+    assert kept == rebuilt and kept["records_breached"] > 0
+    assert known.records.tolist() == folded.records.tolist()
+    for name in ("candidates", "candidates_qi", "classes"):
+        np.testing.assert_array_equal(getattr(known, name), getattr(folded, name))
+    for attr in ("disease", "income"):
+        for field_ in ("distinct", "qi_distinct", "linkage_distinct", "qi_range"):
+            np.testing.assert_array_equal(getattr(known.attributes[attr], field_),
+                                          getattr(folded.attributes[attr], field_))
+
+
+def test_damaged_kept_knowledge_is_rebuilt_with_a_warning(tmp_path: Path) -> None:
+    import sqlalchemy as sa
+
+    from anonkit.releases.store import knowledge_table
+
+    store, _ = _published(tmp_path)
+    with store:
+        before = audit(store, "census").to_dict()
+        with store.engine.begin() as conn:
+            cipher = bytearray(conn.execute(sa.select(knowledge_table.c.state)).scalar_one())
+            cipher[len(cipher) // 2] ^= 1
+            conn.execute(knowledge_table.update().values(state=bytes(cipher)))
+        with pytest.warns(KnowledgeRebuiltWarning, match="damaged"):
+            after = audit(store, "census").to_dict()
+    assert after == before

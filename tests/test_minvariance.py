@@ -391,7 +391,7 @@ def test_random_sequences_are_m_invariant(tmp_path_factory: pytest.TempPathFacto
             expected = sorted(store.pseudonyms("ward", people(present)["pid"]))
             assert sorted(bytes(k) for k in view.record_keys) == expected
             assert info.n_input_rows == len(present)
-        assert not audit(store, "ward").breached
+        assert not audit(store, "ward", pairs=True).breached
 
 
 def test_a_returning_record_keeps_its_signature_from_the_whole_history(tmp_path: Path
@@ -448,7 +448,7 @@ def test_the_audit_of_an_m_invariant_sequence_finds_no_breach(tmp_path: Path) ->
     ids = sequence(CHURN, 200, 1)
     publish_sequence(tmp_path, ids)  # the gate lets every release through
     with HistoryStore.open(tmp_path / "h.db") as store:
-        report = audit(store, "ward")
+        report = audit(store, "ward", pairs=True)
         assert check_m_invariance(store, "ward").holds
     assert len(report.releases) == 6 and not report.breached
     assert report.records_breached == 0
@@ -482,7 +482,7 @@ def test_mondrian_on_the_same_churn_is_refused_and_its_breaches_shown(tmp_path: 
                 assert not (tmp_path / f"m{i}.csv").exists()
                 publish(store, people(present), request(4, "mondrian", k=4),
                         tmp_path / f"m{i}.csv", allow_breach=True)
-        report = audit(store, "ward")
+        report = audit(store, "ward", pairs=True)
         invariance = check_m_invariance(store, "ward", m=4)
     assert refused >= 1
     assert report.breached and report.records_breached > 0
@@ -586,5 +586,5 @@ def test_coarse_quasi_identifiers_widen_or_merge_labels_and_stay_invariant(
             released = pd.read_csv(tmp_path / f"r{i}.csv", dtype=str)
             assert check(released, ["age"], "disease", [MUniqueness(2)]).passed
         assert check_m_invariance(store, "ward").holds
-        assert not audit(store, "ward").breached
+        assert not audit(store, "ward", pairs=True).breached
     assert min(sizes) < 200  # some classes merged: fewer than 400 / m classes as released

@@ -17,10 +17,10 @@ labels overlap):
     Its sensitive value must be in each of its classes' multisets; beyond that, the
     adversary counts: records sharing the same classes form *atoms*, each class's multiset
     is the sum of its atoms' values, each atom has as many values as people. Constraint
-    propagation over these sums (:meth:`~anonkit.releases.knowledge.Intersections.deduce`)
-    rules out the values no consistent assignment can give the target's atom -- e.g. when
-    the other atoms of a class must use up its flu. It is sound (never rules out a possible
-    value) but not complete. Its candidate count is
+    propagation over these sums (:class:`~anonkit.releases.knowledge.Accumulated`, release
+    after release) rules out the values no consistent assignment can give the target's
+    atom -- e.g. when the other atoms of a class must use up its flu. It is sound (never
+    rules out a possible value) but not complete. Its candidate count is
     ``sum over v in the intersection of min_i count_i(v)``.
 
 ``linkage`` -- *additionally links rows across releases* (worst case: a persistent
@@ -38,7 +38,7 @@ labels overlap):
 A single release that already left a record one value (a homogeneous class, which e.g.
 k-anonymity allows) is no *cross-release* disclosure and is not reported as one.
 
-A record is *breached* in a scope (a pair of releases, or all releases that contain it)
+A record is *breached* (over all the releases that contain it, or in a pair of releases)
 when, for one adversary,
 
 - its candidates are fewer than ``k`` (k-anonymity);
@@ -63,9 +63,15 @@ release the linkage adversary links a person to a group, not to a row's value: t
 "distinct <= candidates, a lone candidate pins the value" holds only when some release of
 the scope carries values on rows (see :class:`anonkit.releases.knowledge.Measures`).
 
-The "all releases" scope is computed by :mod:`anonkit.releases.knowledge`, which gives the
-same figures per record. Everything is vectorised: a scope costs a few sorts and searches
-over its records.
+The audit judges every record over all the releases that contain it (the tightest
+intersection: a record breached in any pair of its releases is breached there too), from
+the knowledge the history keeps after every publish (:mod:`anonkit.releases.knowledge`):
+it reads one blob, however many releases there are. The publish-time gate is the same
+judgement, of the records of the release about to be published, after adding it to that
+knowledge: its cost grows with the release's records, not with the history. Each pair of
+releases on its own is audited on request (``pairs=True``, ``--pairs``), from the pair's
+two releases: that costs the square of the number of releases, and adds detail, not
+breaches.
 """
 
 from __future__ import annotations
@@ -79,7 +85,7 @@ import numpy as np
 
 from anonkit.errors import HistoryError
 from anonkit.models.base import CrossReleaseRequirement, format_parameters
-from anonkit.releases.knowledge import Intersections, Measures
+from anonkit.releases.knowledge import Accumulated, Measures, _measure, accumulated, fold
 from anonkit.releases.store import HistoryStore, ReleaseInfo, ReleaseView
 
 ADVERSARIES = {
@@ -190,6 +196,8 @@ class ScopeResult:
     breached_by: dict[str, int] = field(default_factory=dict)  # adversary -> records
     #: records breached only by adversaries outside the claimed threat models
     records_outside_claim: int = 0
+    #: all-releases scope: per release number, (its records compared, breached)
+    by_release: dict[int, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -208,6 +216,8 @@ class ScopeResult:
                 "records_breached": self.records_breached,
                 "records_breached_by_adversary": dict(self.breached_by),
                 "records_breached_outside_claimed_threat_model": self.records_outside_claim,
+                "by_release": {str(s): {"records_compared": c, "records_breached": b}
+                               for s, (c, b) in self.by_release.items()},
                 "findings": [f.to_dict() for f in self.findings]}
 
 
@@ -278,15 +288,22 @@ class CrossReleaseBreachError(HistoryError):
 
 def audit(store: HistoryStore, dataset: str, *, k: float | None = None,
           l: float | None = None, e: float | None = None,  # noqa: E741
-          focus: int | None = None, worst: int = _N_WORST) -> AuditReport:
-    """Audit every release of ``dataset`` against every other (see the module); with
-    ``focus``, only the pairs and intersections that involve release number ``focus``."""
+          focus: int | None = None, worst: int = _N_WORST, pairs: bool = False
+          ) -> AuditReport:
+    """Audit every record of ``dataset`` over all the releases that contain it, from the
+    knowledge the history keeps (see the module); with ``focus``, only the records of
+    release number ``focus``. ``pairs``: also every pair of releases on its own (each pair
+    is intersected from its two releases: the cost grows with the square of the number of
+    releases, and a record breached in a pair is breached over all its releases too)."""
     infos = store.releases(dataset)  # HistoryError for an unknown dataset
     if focus is not None and focus not in {i.seq for i in infos}:
         store.release(dataset, focus)  # the error naming the releases there are
+    acc = accumulated(store, dataset)
     # labels: for the row-wise intersection of released ranges (the audit proper reads none)
     views = [store.load(info, labels=True) for info in infos]
-    report = audit_views(views, k=k, l=l, e=e, focus=focus, worst=worst)
+    report = judge(acc, k=k, l=l, e=e, focus=focus, worst=worst)
+    if pairs:
+        report.pairs = pair_scopes(views, k=k, l=l, e=e, focus=focus, worst=worst)
     from anonkit.releases.intersection import intersection_scopes
 
     report.intersections = intersection_scopes(views, k)
@@ -295,193 +312,210 @@ def audit(store: HistoryStore, dataset: str, *, k: float | None = None,
 
 def audit_views(views: Sequence[ReleaseView], *, k: float | None = None,
                 l: float | None = None, e: float | None = None,  # noqa: E741
-                focus: int | None = None, worst: int = _N_WORST) -> AuditReport:
-    """The audit of releases already loaded (in publication order); ``focus`` as in
-    :func:`audit` (used to check a release before it is published)."""
+                focus: int | None = None, worst: int = _N_WORST, pairs: bool = False
+                ) -> AuditReport:
+    """The audit of releases already loaded (in publication order); ``focus`` and
+    ``pairs`` as in :func:`audit`."""
     views = sorted(views, key=lambda v: v.info.seq)
-    dataset = views[0].info.dataset if views else ""
-    seqs = [v.info.seq for v in views]
-    focused = seqs.index(focus) if focus is not None else None
+    report = judge(fold(views), k=k, l=l, e=e, focus=focus, worst=worst)
+    if pairs:
+        report.pairs = pair_scopes(views, k=k, l=l, e=e, focus=focus, worst=worst)
+    return report
+
+
+def judge(acc: Accumulated, *, k: float | None = None, l: float | None = None,  # noqa: E741
+          e: float | None = None, focus: int | None = None, worst: int = _N_WORST
+          ) -> AuditReport:
+    """The audit of a knowledge: every record in two or more releases (with ``focus``: and
+    in release number ``focus``), over all the releases that contain it. The publish-time
+    gate is this, focused on the release about to be published."""
+    given = _given(k, l, e)
+    infos = [_info(r) for r in acc.releases]
+    seqs = [i.seq for i in infos]
+    dataset = infos[0].dataset if infos else ""
+    wanted = acc.n_in >= 2
+    if focus is not None:
+        j = seqs.index(focus)
+        in_focus = np.zeros(acc.n_records, dtype=bool)
+        in_focus[acc.in_release(j)] = True
+        wanted &= in_focus
+    targets = np.flatnonzero(wanted)
+    overall = (_judge(acc, infos, given, worst, targets, "all", tuple(seqs))
+               if len(seqs) >= 2 else None)
+    requirements = _merge([r for i in infos for r in _requirements(i, given)])
+    exact_only: list[str] = []
+    for info in infos:
+        exact_only += [m for m in exact_only_models(info) if m not in exact_only]
+    breached = overall.records_breached if overall else 0
+    outside = overall.records_outside_claim if overall else 0
+    return AuditReport(dataset, seqs, requirements, [], overall, breached, exact_only, outside)
+
+
+def pair_scopes(views: Sequence[ReleaseView], *, k: float | None = None,
+                l: float | None = None, e: float | None = None,  # noqa: E741
+                focus: int | None = None, worst: int = _N_WORST) -> list[ScopeResult]:
+    """Every pair of releases on its own (with ``focus``: the pairs with that release)."""
+    views = sorted(views, key=lambda v: v.info.seq)
+    given = _given(k, l, e)
+    out = []
+    for a in range(len(views)):
+        for b in range(a + 1, len(views)):
+            if focus is not None and focus not in (views[a].info.seq, views[b].info.seq):
+                continue
+            acc = fold([views[a], views[b]])
+            out.append(_judge(acc, [views[a].info, views[b].info], given, worst,
+                              np.flatnonzero(acc.n_in == 2), "pair",
+                              (views[a].info.seq, views[b].info.seq)))
+    return out
+
+
+def _given(k: float | None, l: float | None, e: float | None  # noqa: E741
+           ) -> list[Requirement]:
     overrides = [Requirement("k-anonymity", "candidates", k) if k is not None else None,
                  Requirement("distinct l-diversity", "distinct", l) if l is not None else None,
                  Requirement("(k,e)-anonymity", "range", e) if e is not None else None]
-    given = [r for r in overrides if r is not None]
-    state = _State(views, given, worst)
-    pairs = [state.scope("pair", (i, j)) for i in range(len(views))
-             for j in range(i + 1, len(views)) if focused in (None, i, j)]
-    overall = state.overall(focused) if len(views) >= 2 else None
-    requirements = _merge([r for i in range(len(views)) for r in state.requirements(i)])
-    exact_only: list[str] = []
-    for v in views:
-        exact_only += [m for m in exact_only_models(v.info) if m not in exact_only]
-    return AuditReport(dataset, seqs, requirements, pairs, overall,
-                       int(state.breached_any.sum()), exact_only,
-                       int((state.outside_any & ~state.breached_any).sum()))
+    return [r for r in overrides if r is not None]
 
 
-class _State:
-    """The audit's judgement over the intersections of :class:`Intersections`."""
-
-    def __init__(self, views: Sequence[ReleaseView], given: list[Requirement],
-                 worst: int) -> None:
-        self.index = Intersections(views)
-        self.views = self.index.views
-        self.given = given
-        self.worst = worst
-        self.attributes = self.index.attributes
-        self.breached_any = np.zeros(self.index.n_records, dtype=bool)
-        self.outside_any = np.zeros(self.index.n_records, dtype=bool)
-
-    def requirements(self, i: int) -> list[Requirement]:
-        """Release ``i``'s promises; an explicit threshold replaces those of its measure."""
-        replaced = {m for r in self.given for m in _OVERRIDES[r.measure]}
-        found = [r for r in requirements_of(self.views[i].info) if r.measure not in replaced]
-        return found + self.given
-
-    # -- scopes ------------------------------------------------------------------------
-    def scope(self, kind: str, releases: tuple[int, ...]) -> ScopeResult:
-        """Audit every record present in all of ``releases`` over those releases."""
-        return self._judge(kind, self.index.measures(releases))
-
-    def _judge(self, kind: str, m: Measures) -> ScopeResult:
-        requirements = _merge([r for i in m.releases for r in self.requirements(i)])
-        findings, by_adversary = self._findings(requirements, m)
-        judged = self.judged_adversaries(m.releases)
-        for f in findings:
-            f.outside_claim = f.adversary not in judged
-        breached = np.zeros(len(m.targets), dtype=bool)
-        outside = np.zeros(len(m.targets), dtype=bool)
-        for adversary, mask in by_adversary.items():
-            if adversary in judged:
-                breached |= mask
-            else:
-                outside |= mask
-        outside &= ~breached
-        self.breached_any[m.targets[breached]] = True
-        self.outside_any[m.targets[outside]] = True
-        seqs = tuple(self.views[i].info.seq for i in m.releases)
-        return ScopeResult(kind, seqs, len(m.targets), int(breached.sum()), findings,
-                           {a: int(mask.sum()) for a, mask in by_adversary.items()},
-                           int(outside.sum()))
-
-    def judged_adversaries(self, releases: Sequence[int]) -> set[str]:
-        """The adversaries a scope is judged by: those some release of it claims to resist
-        (a release with a threat model that names none claims them all), so a scope with
-        one release that claims an adversary is judged by it."""
-        out: set[str] = set()
-        for i in releases:
-            out |= set(CLAIMED_ADVERSARIES.get(self.views[i].info.threat_model, ADVERSARIES))
-        return out
-
-    def overall(self, focused: int | None = None) -> ScopeResult:
-        """Every record present in two or more releases (with ``focused``: and in that
-        one), over all the releases containing it: the intersections
-        :func:`anonkit.releases.knowledge.knowledge` reports, judged."""
-        presence = self.index.cls >= 0
-        wanted = presence.sum(axis=0) >= 2
-        if focused is not None:
-            wanted &= presence[focused]
-        targets = np.flatnonzero(wanted)
-        merged: dict[tuple[str, str, str, str | None, bool], Finding] = {}
-        breached_total = outside_total = 0
-        by_adversary = dict.fromkeys(ADVERSARIES, 0)
-        for m in self.index.accumulate(targets):
-            part = self._judge("all", m)
-            breached_total += part.records_breached
-            outside_total += part.records_outside_claim
-            for a, n_breached in part.breached_by.items():
-                by_adversary[a] += n_breached
-            for f in part.findings:
-                # one finding per requirement: (k,e)'s distinct and range findings are two
-                key = (f.adversary, f.model, f.measure, f.attribute, f.outside_claim)
-                if key not in merged:
-                    merged[key] = Finding(f.adversary, f.model, f.measure, f.attribute,
-                                          f.threshold, 0, [], f.outside_claim)
-                found = merged[key]
-                found.records += f.records
-                found.threshold = max(found.threshold, f.threshold)
-                found.worst = sorted(found.worst + f.worst, key=_worst_key)[:self.worst]
-        findings = sorted(merged.values(), key=_finding_order)
-        return ScopeResult("all", tuple(v.info.seq for v in self.views), len(targets),
-                           breached_total, findings, by_adversary, outside_total)
-
-    # -- breaches ----------------------------------------------------------------------
-    def _findings(self, requirements: list[Requirement], m: Measures
-                  ) -> tuple[list[Finding], dict[str, np.ndarray]]:
-        """One finding per (adversary, requirement, attribute) that some target breaks,
-        and per adversary which targets it breaches at all."""
-        # (adversary, requirement, attribute, level per target, breached per target)
-        checks: list[tuple[str, Requirement, str | None, np.ndarray, np.ndarray]] = []
-        pinned = Requirement(PINNED, "distinct", 2.0)
-        for adversary, cand in (("qi", m.candidates_qi), ("linkage", m.candidates_linkage)):
-            for r in requirements:
-                if r.measure == "candidates":
-                    checks.append((adversary, r, None, cand, cand < r.threshold))
-            for attr in self.attributes:
-                d, dp, s = m.linkage(attr) if adversary == "linkage" else m.qi(attr)
-                consistent = d >= 1  # an empty intersection reveals nothing
-                for r in requirements:
-                    if r.attribute is not None and r.attribute != attr:
-                        continue
-                    if r.measure in ("distinct", "distinct_present"):
-                        level = dp if r.measure == "distinct_present" else d
-                        checks.append((adversary, r, attr, level,
-                                       consistent & (level < r.threshold)))
-                    elif r.measure == "range" and self.index.numeric[attr]:
-                        checks.append((adversary, r, attr, s,
-                                       consistent & ~np.isnan(s) & (s < r.threshold)))
-                # a class already homogeneous in one release is no cross-release disclosure
-                checks.append((adversary, pinned, attr, d, (d == 1) & ~m.homogeneous[attr]))
-        breached = {a: np.zeros(len(m.targets), dtype=bool) for a in ADVERSARIES}
-        findings = []
-        for adversary, r, attr, level, mask in checks:
-            if mask.any():
-                breached[adversary] |= mask
-                findings.append(Finding(adversary, r.model, r.measure, attr, r.threshold,
-                                        int(mask.sum()), self._worst(mask, level, attr, m)))
-        return sorted(findings, key=_finding_order), breached
-
-    def _worst(self, mask: np.ndarray, level: np.ndarray, attr: str | None,
-               m: Measures) -> list[dict[str, object]]:
-        """The most exposed records of a finding: lowest level first."""
-        idx = np.flatnonzero(mask)
-        chosen = idx[np.lexsort((idx, np.nan_to_num(level[idx], nan=np.inf)))][:self.worst]
-        seqs = [str(self.views[i].info.seq) for i in m.releases]
-        out = []
-        for t in chosen:
-            tup = m.tuple_of[t]
-            classes = m.tuple_classes[:, tup]
-            case: dict[str, object] = {
-                "record": bytes(self.index.pseudonyms[int(m.targets[t])]).hex(),
-                "level": _number(level[t]),
-                "classes": dict(zip(seqs, map(int, classes), strict=True)),
-                "class_sizes": {s: int(self.views[i].sizes[c])
-                                for s, i, c in zip(seqs, m.releases, classes, strict=True)},
-                "candidates_linkage": int(m.candidates_linkage[t]),
-                "candidates_qi": _number(m.candidates_qi[t]),
-            }
-            fake = {s: int(self.views[i].counterfeits[c])
-                    for s, i, c in zip(seqs, m.releases, classes, strict=True)}
-            if any(fake.values()):
-                case["class_counterfeits"] = fake
-            for a in self.attributes if attr is None else [attr]:
-                offsets, values = m.entries[a]
-                names = self.index.value_names[a][values[offsets[tup]:offsets[tup + 1]]]
-                case[f"values[{a}]"] = [_plain(v) for v in names[:_N_VALUES_SHOWN]]
-                span = m.span(a)[t]
-                if not math.isnan(span):
-                    case[f"range[{a}]"] = _number(span)
-            out.append(case)
-        return out
+def _info(release: object) -> ReleaseInfo:
+    info = getattr(release, "info", None)
+    if info is None:
+        raise HistoryError("the knowledge was read without its releases' records; "
+                           "read it with anonkit.releases.knowledge.accumulated")
+    return info
 
 
-def _finding_order(f: Finding) -> tuple[int, str, str, str]:
-    return (0 if f.adversary == "qi" else 1, f.model, f.measure, f.attribute or "")
+def _requirements(info: ReleaseInfo, given: list[Requirement]) -> list[Requirement]:
+    """A release's promises; an explicit threshold replaces those of its measure."""
+    replaced = {m for r in given for m in _OVERRIDES[r.measure]}
+    return [r for r in requirements_of(info) if r.measure not in replaced] + given
 
 
-def _worst_key(case: dict[str, object]) -> tuple[float, str]:
-    level = case["level"]
-    return (float(level) if isinstance(level, int | float) else math.inf, str(case["record"]))
+def _claims(info: ReleaseInfo) -> int:
+    """The adversaries a release claims to resist, as bits in ADVERSARIES' order (a threat
+    model that names none claims them all)."""
+    claimed = CLAIMED_ADVERSARIES.get(info.threat_model, tuple(ADVERSARIES))
+    return sum(1 << i for i, a in enumerate(ADVERSARIES) if a in claimed)
+
+
+def _judge(acc: Accumulated, infos: Sequence[ReleaseInfo], given: list[Requirement],
+           worst: int, targets: np.ndarray, kind: str, seqs: tuple[int, ...]) -> ScopeResult:
+    """Judge ``targets`` over all their releases. Each record is held to the strictest
+    requirement of the releases it is in, and judged by the adversaries one of them claims
+    to resist (a scope of releases that all claim fewer shows the others' findings, marked
+    outside the claimed threat model, without counting them)."""
+    m = _measure(acc, targets)
+    owner, rel, _ = acc.memberships(targets)
+    n = len(targets)
+    keys: list[tuple[str, str, str | None]] = []
+    per_release = [_requirements(i, given) for i in infos]
+    for reqs in per_release:
+        keys += [(r.model, r.measure, r.attribute) for r in reqs
+                 if (r.model, r.measure, r.attribute) not in keys]
+    table = np.full((len(infos), len(keys)), -np.inf)
+    for i, reqs in enumerate(per_release):
+        for r in reqs:
+            c = keys.index((r.model, r.measure, r.attribute))
+            table[i, c] = max(table[i, c], r.threshold)
+    claims = np.array([_claims(i) for i in infos], dtype=np.int64)
+    if n:
+        first = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+        threshold = (np.maximum.reduceat(table[rel], first, axis=0) if keys
+                     else np.zeros((n, 0)))
+        judged_bits = np.bitwise_or.reduceat(claims[rel], first)
+    else:
+        threshold, judged_bits = np.zeros((0, len(keys))), np.zeros(0, dtype=np.int64)
+    checks: list[tuple[str, str, str, str | None, np.ndarray, np.ndarray, np.ndarray]] = []
+    for adversary, cand in (("qi", m.candidates_qi), ("linkage", m.candidates_linkage)):
+        for c, (model, measure, _attr) in enumerate(keys):
+            if measure == "candidates":
+                checks.append((adversary, model, measure, None, cand, threshold[:, c],
+                               cand < threshold[:, c]))
+        for attr in acc.attributes:
+            d, dp, span = m.linkage(attr) if adversary == "linkage" else m.qi(attr)
+            consistent = d >= 1  # an empty intersection reveals nothing
+            for c, (model, measure, attribute) in enumerate(keys):
+                if attribute is not None and attribute != attr:
+                    continue
+                t = threshold[:, c]
+                if measure in ("distinct", "distinct_present"):
+                    level = dp if measure == "distinct_present" else d
+                    checks.append((adversary, model, measure, attr, level, t,
+                                   consistent & (level < t)))
+                elif measure == "range" and acc.values[attr].numeric:
+                    checks.append((adversary, model, measure, attr, span, t,
+                                   consistent & ~np.isnan(span) & (span < t)))
+            # a class already homogeneous in one release is no cross-release disclosure
+            checks.append((adversary, PINNED, "distinct", attr, d, np.full(n, 2.0),
+                           (d == 1) & ~m.homogeneous[attr]))
+    breached_by = {a: np.zeros(n, dtype=bool) for a in ADVERSARIES}
+    breached, outside = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+    findings = []
+    for adversary, model, measure, attr, level, t, mask in checks:
+        if not mask.any():
+            continue
+        breached_by[adversary] |= mask
+        bit = 1 << list(ADVERSARIES).index(adversary)
+        judged = (judged_bits & bit) != 0
+        for part, outside_claim in ((mask & judged, False), (mask & ~judged, True)):
+            if part.any():
+                findings.append(Finding(adversary, model, measure, attr,
+                                        float(t[part].max()), int(part.sum()),
+                                        _worst(acc, infos, m, part, level, attr, worst),
+                                        outside_claim))
+                (outside if outside_claim else breached)[part] = True
+    outside &= ~breached
+    by_release: dict[int, tuple[int, int]] = {}
+    if kind == "all" and n:
+        compared = np.bincount(rel, minlength=len(infos))
+        hit = np.bincount(rel, breached[owner].astype(np.int64), minlength=len(infos))
+        by_release = {info.seq: (int(compared[i]), int(hit[i]))
+                      for i, info in enumerate(infos)}
+    return ScopeResult(kind, seqs, n, int(breached.sum()), sorted(findings, key=_finding_order),
+                       {a: int(mask.sum()) for a, mask in breached_by.items()},
+                       int(outside.sum()), by_release)
+
+
+def _worst(acc: Accumulated, infos: Sequence[ReleaseInfo], m: Measures, mask: np.ndarray,
+           level: np.ndarray, attr: str | None, worst: int) -> list[dict[str, object]]:
+    """The most exposed records of a finding: lowest level first."""
+    from anonkit.releases.knowledge import _values_left
+
+    idx = np.flatnonzero(mask)
+    chosen = idx[np.lexsort((idx, np.nan_to_num(level[idx], nan=np.inf)))][:worst]
+    owner, rel, klass = acc.memberships(m.targets[chosen])
+    out = []
+    for t_pos, t in enumerate(chosen):
+        mine = owner == t_pos
+        seqs = [str(infos[i].seq) for i in rel[mine]]
+        releases = [acc.releases[i] for i in rel[mine]]
+        classes = klass[mine]
+        case: dict[str, object] = {
+            "record": acc.pseudonym(int(m.targets[t])).hex(),
+            "level": _number(level[t]),
+            "classes": dict(zip(seqs, map(int, classes), strict=True)),
+            "class_sizes": {s: int(r.sizes[c]) for s, r, c in zip(seqs, releases, classes,
+                                                                  strict=True)},
+            "candidates_linkage": int(m.candidates_linkage[t]),
+            "candidates_qi": _number(m.candidates_qi[t]),
+        }
+        fake = {s: int(r.counterfeits[c]) for s, r, c in zip(seqs, releases, classes,
+                                                             strict=True)}
+        if any(fake.values()):
+            case["class_counterfeits"] = fake
+        for a in acc.attributes if attr is None else [attr]:
+            left = _values_left(acc, a, int(m.targets[t]))
+            case[f"values[{a}]"] = [_plain(v) for v in left[:_N_VALUES_SHOWN]]
+            span = m.span(a)[t]
+            if not math.isnan(span):
+                case[f"range[{a}]"] = _number(span)
+        out.append(case)
+    return out
+
+
+def _finding_order(f: Finding) -> tuple[int, str, str, str, bool]:
+    return (0 if f.adversary == "qi" else 1, f.model, f.measure, f.attribute or "",
+            f.outside_claim)
 
 
 def _number(x: float) -> float | int:

@@ -481,10 +481,14 @@ def _median(sizes: object) -> float:
 @release.command("audit")
 @click.option("--dataset", required=True, help="The dataset whose releases to audit.")
 @click.option("--report", "report_path", type=click.Path(path_type=Path), default=None,
-              help="Write an HTML report (breaches per release pair, plotted).")
+              help="Write an HTML report (breaches per release, plotted).")
 @click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
 @click.option("--release", "focus", type=int, default=None,
-              help="Only the intersections involving this release number.")
+              help="Only the records of this release number.")
+@click.option("--pairs", is_flag=True,
+              help="Also audit every pair of releases on its own (each pair is "
+                   "intersected from its two releases: the time grows with the square of "
+                   "the number of releases).")
 @click.option("-k", "k", type=float, default=None,
               help="Candidates needed (default: the releases' k-anonymity k).")
 @click.option("-l", "l_", type=float, default=None,
@@ -494,14 +498,15 @@ def _median(sizes: object) -> float:
 @_history_options
 @_audit_errors
 def audit_cmd(dataset: str, report_path: Path | None, as_json: bool, focus: int | None,
-              k: float | None, l_: float | None, e: float | None, history: str,
+              pairs: bool, k: float | None, l_: float | None, e: float | None, history: str,
               secret_file: Path | None) -> None:
-    """Intersect every release of --dataset with every other; exit 3 on any breach, 2 on
-    bad input, 1 if the audit itself failed (read-only). A gate tests the exit code != 0."""
+    """Judge every record of --dataset over all the releases that contain it; exit 3 on any
+    breach, 2 on bad input, 1 if the audit itself failed (read-only). A gate tests the exit
+    code != 0."""
     from anonkit.releases.attacks import audit
 
     with _open(history, secret_file, read_only=True) as store:
-        report = audit(store, dataset, k=k, l=l_, e=e, focus=focus)
+        report = audit(store, dataset, k=k, l=l_, e=e, focus=focus, pairs=pairs)
         notes = lineage_notes(store, dataset)
     if report_path is not None:
         from anonkit.releases.report import write_html

@@ -40,11 +40,28 @@ def parse_spans(labels: Sequence[object] | np.ndarray | pd.Series
     """Per label, its interval ``(low, high)``; NaN for a label that is no interval."""
     values = pd.Series(np.asarray(labels, dtype=object), dtype=object)
     codes, names = pd.factorize(values, use_na_sentinel=False)
-    kind, low, high, *_ = _parse_labels(np.asarray(names, dtype=object))
-    interval = kind == 0
-    low = np.where(interval, low, np.nan)
-    high = np.where(interval, high, np.nan)
+    low, high = _name_spans(np.asarray(names, dtype=object))
     return low[codes], high[codes]
+
+
+def _name_spans(names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``parse_spans`` of distinct labels. A set label (``{...}``) is no interval: it is
+    left out of the parse, whose splitting of set elements would be most of its cost."""
+    low, high = np.full(len(names), np.nan), np.full(len(names), np.nan)
+    if not len(names):
+        return low, high
+    # what the parse calls a set: a text matching \{.*\} (no line break); a number or a
+    # missing label never prints with braces
+    text = names.astype(str)
+    is_set = (np.strings.startswith(text, "{") & np.strings.endswith(text, "}")
+              & (np.strings.find(text, "\n") < 0))
+    rest = np.flatnonzero(~is_set)
+    if len(rest):
+        kind, lo, hi, *_ = _parse_labels(names[rest])
+        interval = kind == 0
+        low[rest] = np.where(interval, lo, np.nan)
+        high[rest] = np.where(interval, hi, np.nan)
+    return low, high
 
 
 def row_intersection(first: tuple[np.ndarray, np.ndarray], second: tuple[np.ndarray, np.ndarray]
@@ -106,31 +123,121 @@ def intersection_attack(earlier: pd.DataFrame, later: pd.DataFrame, k: int, *,
         first = pd.Index(pd.Series(np.asarray(earlier_keys, dtype=object), dtype=object))
         match = first.get_indexer(pd.Series(np.asarray(later_keys, dtype=object),
                                             dtype=object))
-    both = match >= 0
-    safe = np.maximum(match, 0)
-    low = np.full((n, len(columns)), np.nan)
-    high = np.full((n, len(columns)), np.nan)
-    narrowed = np.zeros(n, dtype=bool)
-    group = np.zeros(n, dtype=np.int64)
+    # every row is a class of its own
+    return class_intersection(earlier[list(columns)], np.arange(len(earlier)),
+                              later[list(columns)], np.arange(n), match, k)
+
+
+def class_intersection(earlier_labels: pd.DataFrame, earlier_classes: np.ndarray,
+                       later_labels: pd.DataFrame, later_classes: np.ndarray,
+                       match: np.ndarray, k: int, *, bounds: bool = True
+                       ) -> IntersectionResult:
+    """:func:`intersection_attack` on releases given as class labels (one row per class,
+    one column per quasi-identifier) and each record's class: ``match`` gives, per record
+    of the later release, its record in the earlier one (-1: none). ``bounds=False``
+    leaves ``low``/``high`` without columns (the counts need no per-record bounds)."""
+    columns = [c for c in later_labels.columns if c in earlier_labels.columns]
+    early, late = _label_spans([earlier_labels[columns], later_labels[columns]])
+    return _intersect(early, len(earlier_labels), earlier_classes, late, later_classes,
+                      match, k, bounds)
+
+
+@dataclass(frozen=True)
+class _Spans:
+    """One quasi-identifier of a release: per class its label's code, and per distinct
+    label its interval (NaN: no interval)."""
+
+    codes: np.ndarray  # (n_classes,) int64
+    low: np.ndarray  # (n_labels,)
+    high: np.ndarray
+
+
+def _label_spans(frames: Sequence[pd.DataFrame]) -> list[dict[str, _Spans]]:
+    """Every column of every frame (class labels) as :class:`_Spans`. The distinct labels
+    of all-text columns are parsed together, once (a parse has a fixed cost of
+    milliseconds, and releases of a history share most labels); any other column on its
+    own, as equal non-text labels of different types (``True`` and ``1``) parse
+    differently."""
+    found: list[tuple[int, str, np.ndarray, np.ndarray]] = []
+    for i, frame in enumerate(frames):
+        for name in frame.columns:
+            codes, names = pd.factorize(pd.Series(frame[name].to_numpy(dtype=object),
+                                                  dtype=object), use_na_sentinel=False)
+            found.append((i, name, codes.astype(np.int64), np.asarray(names, dtype=object)))
+    text = [pd.api.types.infer_dtype(names, skipna=False) == "string"
+            for *_, names in found]
+    pooled = [names for (*_, names), is_text in zip(found, text, strict=True) if is_text]
+    every = np.concatenate(pooled) if pooled else np.empty(0, dtype=object)
+    where, distinct = pd.factorize(pd.Series(every, dtype=object), use_na_sentinel=False)
+    low, high = _name_spans(np.asarray(distinct, dtype=object))
+    out: list[dict[str, _Spans]] = [{} for _ in frames]
+    start = 0
+    for (i, name, codes, names), is_text in zip(found, text, strict=True):
+        if is_text:
+            at = where[start:start + len(names)]
+            start += len(names)
+            out[i][name] = _Spans(codes, low[at], high[at])
+        else:
+            out[i][name] = _Spans(codes, *_name_spans(names))
+    return out
+
+
+def _intersect(earlier: dict[str, _Spans], n_earlier_classes: int,
+               earlier_classes: np.ndarray, later: dict[str, _Spans],
+               later_classes: np.ndarray, match: np.ndarray, k: int, bounds: bool
+               ) -> IntersectionResult:
+    """The attack over the columns of ``later`` (all in ``earlier``). A record's knowledge
+    depends only on its later class and its earlier class (or none), so it is worked out
+    once per such pair of classes -- and per column once per pair of labels -- and only
+    the gathering runs over records."""
+    columns = tuple(later)
+    later_classes = np.asarray(later_classes, dtype=np.int64)
+    earlier_classes = np.asarray(earlier_classes, dtype=np.int64)
+    n = len(later_classes)
+    match = np.asarray(match, dtype=np.int64)
+    earlier_of = (np.where(match >= 0, earlier_classes[np.maximum(match, 0)], -1)
+                  if len(earlier_classes) else np.full(n, -1, dtype=np.int64))
+    base = n_earlier_classes + 1  # an earlier class, or none (0)
+    record_pair, pairs = pd.factorize(later_classes * base + earlier_of + 1)
+    pairs = np.asarray(pairs, dtype=np.int64)
+    pair_late, pair_early = pairs // base, pairs % base - 1
+    both = pair_early >= 0
+    width = len(columns) if bounds else 0
+    low = np.full((n, width), np.nan)
+    high = np.full((n, width), np.nan)
+    narrowed = np.zeros(len(pairs), dtype=bool)
+    group = np.zeros(len(pairs), dtype=np.int64)
     for j, name in enumerate(columns):
-        late_codes, late_names = pd.factorize(pd.Series(later[name].to_numpy(dtype=object),
-                                                        dtype=object), use_na_sentinel=False)
-        lo, hi = (x[late_codes] for x in parse_spans(np.asarray(late_names, dtype=object)))
-        e_lo, e_hi = parse_spans(earlier[name].to_numpy(dtype=object))
-        e_lo = np.where(both, e_lo[safe], np.nan) if len(e_lo) else np.full(n, np.nan)
-        e_hi = np.where(both, e_hi[safe], np.nan) if len(e_hi) else np.full(n, np.nan)
+        late, early = later[name], earlier[name]
+        label_base = len(early.low) + 1  # an earlier label, or none (0)
+        early_code = (np.where(both, early.codes[np.maximum(pair_early, 0)], -1)
+                      if len(early.codes) else np.full(len(pairs), -1, dtype=np.int64))
+        label_pair, labels = pd.factorize(late.codes[pair_late] * label_base + early_code + 1)
+        labels = np.asarray(labels, dtype=np.int64)
+        l_late, l_early = labels // label_base, labels % label_base - 1
+        lo, hi = late.low[l_late], late.high[l_late]
+        seen = l_early >= 0
+        e_lo = (np.where(seen, early.low[np.maximum(l_early, 0)], np.nan) if len(early.low)
+                else np.full(len(labels), np.nan))
+        e_hi = (np.where(seen, early.high[np.maximum(l_early, 0)], np.nan) if len(early.high)
+                else np.full(len(labels), np.nan))
         i_lo, i_hi = row_intersection((e_lo, e_hi), (lo, hi))
-        meet = both & ~np.isnan(i_lo) & ~np.isnan(i_hi) & (i_lo <= i_hi)
-        narrowed |= meet & ((i_lo > lo) | (i_hi < hi))
+        meet = seen & ~np.isnan(i_lo) & ~np.isnan(i_hi) & (i_lo <= i_hi)
+        narrowed |= (meet & ((i_lo > lo) | (i_hi < hi)))[label_pair]
         lo, hi = np.where(meet, i_lo, lo), np.where(meet, i_hi, hi)
-        low[:, j], high[:, j] = lo, hi
-        # a row is known by its interval, or by its label when that is no interval
+        if bounds:
+            low[:, j] = lo[label_pair][record_pair]
+            high[:, j] = hi[label_pair][record_pair]
+        # a record is known by its interval, or by its label when that is no interval
         interval = ~np.isnan(lo)
+        known = np.zeros(len(labels), dtype=np.int64)
         for part in (np.where(interval, lo, -np.inf), np.where(interval, hi, -np.inf),
-                     np.where(interval, -1, late_codes)):
-            group = _combine(group, pd.factorize(part)[0])
+                     np.where(interval, -1, l_late)):
+            known = _combine(known, pd.factorize(part)[0])
+        group = _combine(group, known[label_pair])
+    group = group[record_pair] if n else np.zeros(0, dtype=np.int64)
     sizes = np.bincount(group)[group] if n else np.zeros(0, dtype=np.int64)
-    return IntersectionResult(columns, low, high, sizes, narrowed, sizes < k, k)
+    return IntersectionResult(columns, low, high, sizes, narrowed[record_pair], sizes < k, k)
 
 
 def _combine(group: np.ndarray, codes: np.ndarray) -> np.ndarray:
@@ -163,10 +270,29 @@ class IntersectionScope:
                 "narrowed": self.narrowed, "breached": self.breached}
 
 
-def _record_labels(view: ReleaseView) -> tuple[np.ndarray, pd.DataFrame]:
-    keys = np.asarray([bytes(k) for k in view.record_keys], dtype=object)
-    labels = view.labels.iloc[view.record_classes].reset_index(drop=True)
-    return keys, labels
+def _packed_keys(view: ReleaseView) -> np.ndarray:
+    """The view's pseudonyms as ``S16``, by joining their bytes (exact, trailing NULs
+    included); keys of another length are converted one by one."""
+    keys = view.record_keys
+    joined = b"".join(keys.tolist()) if len(keys) else b""
+    if len(joined) == 16 * len(keys):
+        return np.frombuffer(joined, dtype="S16")
+    return np.asarray(keys.tolist(), dtype="S16")
+
+
+def _match(earlier: np.ndarray, later: np.ndarray) -> np.ndarray:
+    """Per pseudonym of ``later``, its position in ``earlier`` (-1: absent)."""
+    if not len(earlier):
+        return np.full(len(later), -1, dtype=np.int64)
+    order = None
+    if len(earlier) > 1 and not (earlier[1:] > earlier[:-1]).all():
+        order = np.argsort(earlier, kind="stable")
+        earlier = earlier[order]
+    pos = np.minimum(np.searchsorted(earlier, later), len(earlier) - 1)
+    found = earlier[pos] == later
+    if order is not None:
+        pos = order[pos]
+    return np.where(found, pos, -1).astype(np.int64)
 
 
 def _k_of(view: ReleaseView) -> int | None:
@@ -182,20 +308,30 @@ def intersection_scopes(views: Sequence[ReleaseView], k: float | None = None
     ``k``: the threshold (default: the larger k the two releases promised; pairs with
     none are skipped)."""
     views = sorted(views, key=lambda v: v.info.seq)
-    out = []
+    runs = []
     for earlier, later in pairwise(views):
         if not len(later.labels.columns) or not len(earlier.labels.columns):
             continue
         promised = [x for x in (_k_of(earlier), _k_of(later)) if x is not None]
         threshold = int(k) if k is not None else (max(promised) if promised else None)
-        if threshold is None:
-            continue
-        e_keys, e_labels = _record_labels(earlier)
-        l_keys, l_labels = _record_labels(later)
-        result = intersection_attack(e_labels, l_labels, threshold, earlier_keys=e_keys,
-                                     later_keys=l_keys)
+        if threshold is not None:
+            runs.append((earlier, later, threshold))
+    # a view is the later release of one pair and the earlier of the next: its keys and
+    # labels are worked out once, and all labels parsed together
+    involved = list({id(v): v for run in runs for v in run[:2]}.values())
+    spans = dict(zip([id(v) for v in involved],
+                     _label_spans([v.labels for v in involved]), strict=True))
+    packed = {id(v): _packed_keys(v) for v in involved}
+    out = []
+    for earlier, later, threshold in runs:
+        shared = [c for c in later.labels.columns if c in earlier.labels.columns]
+        result = _intersect({c: spans[id(earlier)][c] for c in shared}, earlier.n_classes,
+                            earlier.record_classes,
+                            {c: spans[id(later)][c] for c in shared}, later.record_classes,
+                            _match(packed[id(earlier)], packed[id(later)]), threshold,
+                            bounds=False)
         out.append(IntersectionScope((earlier.info.seq, later.info.seq), threshold,
-                                     len(l_keys), int(result.narrowed.sum()),
+                                     len(later.record_classes), int(result.narrowed.sum()),
                                      result.n_breached))
     return out
 

@@ -2,27 +2,38 @@
 
 Every release of a dataset puts a record into one class; an adversary who holds several
 releases intersects them (see :mod:`anonkit.releases.attacks` for the two adversaries).
-:func:`knowledge` gives, per record (pseudonym), everything that intersection leaves:
+:class:`Accumulated` keeps, per record, everything that intersection leaves, and is
+updated one release at a time (:meth:`Accumulated.add`): a release costs time in its own
+records (times the releases each of them was in), never in the earlier releases' rows. The
+history keeps it after every publish (encrypted: it holds per-record values), so the
+publish-time gate and the audit read it instead of intersecting every earlier release.
 
-- the releases and classes it was in;
-- its *linkage candidates*: the records that shared every one of its classes (what an
-  adversary who links rows across releases is left with);
-- per sensitive attribute, the intersection of its classes' multisets: the values left
-  (distinct count, with and without the missing value), their numeric range, and the qi
-  adversary's candidate bound ``sum over the values of min_i count_i(v)`` -- together with
-  the class sizes less counterfeit rows, which are no people;
-- per quasi-identifier, the intersection of its classes' released labels: for ranges
-  (``[20-29]``, ``20-29``, ``[-5, 3]``) and exact numbers the intersected interval, for sets
-  (``{a,b}``) the intersected set, otherwise the labels seen.
+Per record it holds
 
-The audit's "all releases" scope is computed by the same engine
-(:class:`Intersections`, :meth:`Intersections.accumulate`), so the two cannot disagree.
-Everything is vectorised over records: a scope costs a few sorts and searches.
+- the releases and classes it was in (its *memberships*);
+- its *cell*: the records that shared every one of its classes (what an adversary who links
+  rows across releases is left with), with, per pair and sensitive attribute, the value
+  the linked rows agree on;
+- its *atom*: the records that shared its class, or its absence, in every release. Per
+  atom and sensitive attribute, the values left in the intersection of its classes'
+  multisets (the plain intersection, with the smallest count), and bounds ``[lo, hi]`` on
+  how many of the atom's people have each value: the qi adversary's counting argument.
+
+The counting argument: each class's multiset is the sum over its atoms (less up to its rows
+that are no record: counterfeits), and each atom's values sum to its size. Bounds are
+tightened from these sums until nothing changes (if the other atoms of a class must use up
+its flu, the atom has none). When a release splits atoms, the new atoms inherit their
+parent's bounds and only they are tightened again, against the sums of every release they
+are in (kept per multiset entry); earlier atoms keep their bounds. Each step is a valid
+implication, so the result is sound -- it never rules out a value some assignment allows --
+though not complete: it may leave a value none allows.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -30,7 +41,8 @@ import numpy as np
 import pandas as pd
 
 from anonkit.errors import HistoryError
-from anonkit.releases.store import HistoryStore, ReleaseView
+from anonkit.releases import _knowledge_c
+from anonkit.releases.store import HistoryStore, ReleaseInfo, ReleaseView
 
 #: release kinds whose released rows carry a record's own sensitive value: an adversary who
 #: links a record's rows sees the values of its candidates (in a permuted release values
@@ -39,487 +51,871 @@ ROW_VALUE_KINDS = ("generalized", "synthetic")
 
 QI_KINDS = ("interval", "set", "labels")
 _NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
-#: rounds of constraint propagation at most (each round is sound: stopping early
-#: only leaves values a longer run might rule out)
-_MAX_ROUNDS = 50
 _RANGE = rf"^\s*[\[(]?\s*({_NUM})\s*(?:-|,|\.\.)\s*({_NUM})\s*[\])]?\s*$"
+#: rounds of constraint propagation per release at most (each round is sound: stopping
+#: early only leaves values a longer run might rule out)
+_MAX_ROUNDS = 50
+#: a multiset entry's key: class << _VALUE_BITS | value id
+_VALUE_BITS = 31
+#: a membership's key: record << _RELEASE_BITS | release index
+_RELEASE_BITS = 24
+#: a pair's agreed value: no release of the scope shows values on rows yet / rows disagree
+_NO_ROWS, _DISAGREE = -1, -2
+_STATE_FORMAT = 1
+_STATE_MAGIC = b"anonkit-knowledge\x00"
 
 
-# -- the engine ------------------------------------------------------------------------------
+def _key(cls: np.ndarray, value: np.ndarray) -> np.ndarray:
+    return (np.asarray(cls, dtype=np.int64) << _VALUE_BITS) | np.asarray(value, dtype=np.int64)
+
+
+def _expand(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For runs ``[lo[j], hi[j])``: the run of every position, and the positions."""
+    lengths = hi - lo
+    owner = np.repeat(np.arange(len(lo)), lengths)
+    within = np.arange(len(owner)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    return owner, np.repeat(lo, lengths) + within
+
+
+def _runs(sorted_ids: np.ndarray, n: int) -> np.ndarray:
+    """Start offsets of ids ``0..n-1`` in a sorted id array (n + 1 of them)."""
+    return np.searchsorted(sorted_ids, np.arange(n + 1))
 
 
 @dataclass
-class _Sparse:
-    """One release's multisets of one attribute with global value ids, sorted by
-    (class, value): ``key = class * n_values + value`` is sorted too."""
+class _Multisets:
+    """One release's multisets of one attribute with global value ids, sorted by key, and
+    the qi adversary's running sums over the atoms' bounds per entry."""
 
-    starts: np.ndarray  # (n_classes + 1,)
+    key: np.ndarray  # class << _VALUE_BITS | value, sorted
+    count: np.ndarray  # float64: rows with the value
+    need: np.ndarray  # float64: of which at least this many are records (not counterfeit)
+    sum_lo: np.ndarray  # float64: sum of the bounds of the atom entries linked to it
+    sum_hi: np.ndarray
+
+    def class_starts(self, n_classes: int) -> np.ndarray:
+        """Where each class's entries start (n_classes + 1 offsets)."""
+        return np.searchsorted(self.key >> _VALUE_BITS, np.arange(n_classes + 1))
+
+    def find(self, key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Positions of ``key`` and whether each is there."""
+        if not len(self.key):
+            return np.zeros(len(key), dtype=np.int64), np.zeros(len(key), dtype=bool)
+        pos = np.minimum(np.searchsorted(self.key, key), len(self.key) - 1)
+        return pos, self.key[pos] == key
+
+
+@dataclass
+class _Release:
+    """What the engine keeps of a release: its classes and, per attribute, its multisets."""
+
+    seq: int
+    sizes: np.ndarray  # rows per class
+    counterfeits: np.ndarray  # counterfeit rows per class
+    records: np.ndarray  # records (people of the history) per class
+    row_values: bool  # the release's rows carry the records' own values
+    values_known: bool  # the history keeps every record's value of this release
+    multisets: dict[str, _Multisets]
+    info: ReleaseInfo | None = None  # attached when read (not kept in the state)
+
+    @property
+    def real_sizes(self) -> np.ndarray:
+        return self.sizes - self.counterfeits
+
+
+@dataclass
+class _Values:
+    """Global value ids of one attribute: ids in order of first appearance."""
+
+    numeric: bool
+    names: list[object] = field(default_factory=list)
+
+    def ids(self, values: np.ndarray) -> np.ndarray:
+        values = (np.asarray(values, dtype=np.float64) if self.numeric
+                  else np.asarray(values, dtype=object))
+        if not len(values):
+            return np.zeros(0, dtype=np.int64)
+        known = pd.Index(self._array()).get_indexer(values) if self.names else \
+            np.full(len(values), -1)
+        new = known < 0
+        if new.any():
+            fresh = pd.unique(pd.Series(values[new], dtype=values.dtype)).tolist() \
+                if not self.numeric else _unique_floats(values[new])
+            self.names.extend(fresh)
+            known = pd.Index(self._array()).get_indexer(values)
+        return known.astype(np.int64)
+
+    def _array(self) -> np.ndarray:
+        if self.numeric:
+            return np.asarray(self.names, dtype=np.float64)
+        out = np.empty(len(self.names), dtype=object)
+        out[:] = self.names
+        return out
+
+    @property
+    def array(self) -> np.ndarray:
+        return self._array()
+
+    @property
+    def magnitude(self) -> np.ndarray:
+        return self._array() if self.numeric else np.full(len(self.names), np.nan)
+
+    @property
+    def missing(self) -> int:
+        """The id of the missing value (-1: never seen)."""
+        for i, v in enumerate(self.names):
+            if v is None or (isinstance(v, float) and math.isnan(v)):
+                return i
+        return -1
+
+
+def _unique_floats(values: np.ndarray) -> list[object]:
+    seen = pd.unique(pd.Series(values, dtype=np.float64))
+    return [float(v) for v in seen]
+
+
+@dataclass
+class _Entries:
+    """Per atom (sorted by atom, then value): the values left in the intersection of its
+    classes' multisets, the smallest count, and the qi adversary's bounds on how many of
+    its people have the value (``hi < 1``: ruled out)."""
+
+    atom: np.ndarray
     value: np.ndarray
-    count: np.ndarray
-    key: np.ndarray
+    low: np.ndarray  # float64
+    high: np.ndarray
+    smallest: np.ndarray  # smallest count over the atom's classes
+
+    def take(self, idx: np.ndarray) -> _Entries:
+        return _Entries(self.atom[idx], self.value[idx], self.low[idx], self.high[idx],
+                        self.smallest[idx])
+
+
+class Accumulated:
+    """Everything an adversary holding a dataset's releases knows, per record (see the
+    module). ``add`` one release at a time, in publication order."""
+
+    def __init__(self, attributes: Sequence[str] = ()) -> None:
+        self.attributes = list(attributes)
+        self.releases: list[_Release] = []
+        self.values: dict[str, _Values] = {}
+        # records, in order of first appearance
+        self.keys = np.zeros(0, dtype="S16")
+        self._index: pd.Index | None = None
+        self.n_in = np.zeros(0, dtype=np.int64)  # releases the record was in
+        self.min_real = np.zeros(0)  # its smallest class, people only
+        self.row_values = np.zeros(0, dtype=bool)  # some release of it shows row values
+        self.unknown_rows = np.zeros(0, dtype=bool)  # ... whose record values are not kept
+        self.homogeneous: dict[str, np.ndarray] = {}  # some release left it one value
+        # memberships, sorted by record then release
+        self.mem_record = np.zeros(0, dtype=np.int64)
+        self.mem_release = np.zeros(0, dtype=np.int64)
+        self.mem_class = np.zeros(0, dtype=np.int64)
+        self.mem_value: dict[str, np.ndarray] = {}  # the record's value id (-1: unknown)
+        # cells of records in two or more releases (a record in one release: its class)
+        self.cell_owner = np.zeros(0, dtype=np.int64)
+        self.cell_member = np.zeros(0, dtype=np.int64)
+        self.cell_value: dict[str, np.ndarray] = {}
+        # atoms
+        self.atom = np.zeros(0, dtype=np.int64)
+        self.atom_size = np.zeros(0, dtype=np.int64)
+        self.entries: dict[str, _Entries] = {}
+        #: rounds the last add() propagated, per attribute (for the benchmark and tests)
+        self.rounds: dict[str, int] = {}
+        self._start_attributes()
+
+    def _start_attributes(self) -> None:
+        for attr in self.attributes:
+            self.cell_value.setdefault(attr, np.zeros(0, dtype=np.int64))
+            self.mem_value.setdefault(attr, np.zeros(0, dtype=np.int64))
+            self.homogeneous.setdefault(attr, np.zeros(self.n_records, dtype=bool))
+
+    # -- records ---------------------------------------------------------------------------
+    @property
+    def n_records(self) -> int:
+        return len(self.keys)
+
+    @property
+    def n_releases(self) -> int:
+        return len(self.releases)
+
+    def index(self) -> pd.Index:
+        """Pseudonym (16 bytes) -> record id. Built from the S16 array, whose conversion
+        drops trailing NUL bytes: injective on 16-byte pseudonyms, and used both ways."""
+        if self._index is None:
+            self._index = pd.Index(self.keys.astype(object))
+        return self._index
+
+    def record_ids(self, pseudonyms: Sequence[bytes] | np.ndarray) -> np.ndarray:
+        """Record ids of ``pseudonyms`` (-1: never released)."""
+        wanted = np.asarray(list(pseudonyms) if not isinstance(pseudonyms, np.ndarray)
+                            else pseudonyms, dtype="S16")
+        return self.index().get_indexer(wanted.astype(object)).astype(np.int64)
+
+    def pseudonym(self, r: int) -> bytes:
+        return self.keys[r : r + 1].tobytes()
+
+    def memberships(self, records: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(owner, release, class)`` of every membership of ``records`` (owner: position
+        in ``records``), sorted by owner then release."""
+        owner, at = self._membership_rows(np.asarray(records, dtype=np.int64))
+        return owner, self.mem_release[at], self.mem_class[at]
+
+    def _membership_rows(self, records: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        starts = np.searchsorted(self.mem_record, records)
+        ends = np.searchsorted(self.mem_record, records, side="right")
+        return _expand(starts, ends)
+
+    def _membership_at(self, records: np.ndarray, release: np.ndarray) -> np.ndarray:
+        """The row of each record's membership of ``release`` (-1: it was not in it)."""
+        key = (self.mem_record << _RELEASE_BITS) | self.mem_release
+        query = (np.asarray(records, dtype=np.int64) << _RELEASE_BITS) | release
+        if not len(key):
+            return np.full(len(query), -1, dtype=np.int64)
+        at = np.minimum(np.searchsorted(key, query), len(key) - 1)
+        return np.where(key[at] == query, at, -1)
+
+    def in_release(self, j: int) -> np.ndarray:
+        """Record ids of release index ``j``."""
+        return self.mem_record[self.mem_release == j]
+
+    # -- one release -----------------------------------------------------------------------
+    def add(self, view: ReleaseView) -> None:
+        """Fold release ``view`` (the next in publication order) into the knowledge."""
+        if self.releases and view.info.seq <= self.releases[-1].seq:
+            raise HistoryError(f"release {view.info.seq} of {view.info.dataset!r} comes after "
+                               f"release {self.releases[-1].seq}: releases are added in order")
+        if not self.releases and not self.attributes:
+            self.attributes = list(view.info.sensitive)
+            self._start_attributes()
+        j = len(self.releases)
+        keys = np.asarray(view.record_keys.tolist() if view.record_keys.dtype == object
+                          else view.record_keys, dtype="S16")
+        rid = self._register(keys)
+        cls = np.asarray(view.record_classes, dtype=np.int64)
+        order = np.argsort(rid, kind="stable")
+        rid, cls = rid[order], cls[order]
+        n_classes = view.n_classes
+        records = np.bincount(cls, minlength=n_classes)
+        row_values = view.info.release_kind in ROW_VALUE_KINDS
+        values_known = view.record_values is not None and all(
+            a in view.record_values for a in self.attributes)
+        release = _Release(view.info.seq, np.asarray(view.sizes, dtype=np.int64),
+                           np.asarray(view.counterfeits, dtype=np.int64), records, row_values,
+                           values_known, {}, view.info)
+        # per attribute: global value ids of the entries and of every record's value
+        entry_value: dict[str, np.ndarray] = {}
+        record_value: dict[str, np.ndarray] = {}
+        for attr in self.attributes:
+            cv = view.values[attr]
+            if attr not in self.values:
+                self.values[attr] = _Values(bool(cv.numeric))
+            gid = self.values[attr].ids(cv.value)
+            entry_value[attr] = gid
+            if values_known:
+                assert view.record_values is not None
+                record_value[attr] = gid[np.asarray(view.record_values[attr])[order]]
+            else:
+                record_value[attr] = np.full(len(rid), -1, dtype=np.int64)
+        self._link(j, release, rid, cls, record_value)
+        self._record_flags(release, rid, cls, view, entry_value)
+        # memberships: each after the record's earlier ones (rid is sorted)
+        at = np.searchsorted(self.mem_record, rid, side="right")
+        self.mem_record = np.insert(self.mem_record, at, rid)
+        self.mem_release = np.insert(self.mem_release, at, j)
+        self.mem_class = np.insert(self.mem_class, at, cls)
+        for attr in self.attributes:
+            self.mem_value[attr] = np.insert(self.mem_value[attr], at, record_value[attr])
+        self._split_atoms(release, rid, cls, view, entry_value)
+        self.releases.append(release)
+
+    def _register(self, keys: np.ndarray) -> np.ndarray:
+        """Record ids of a release's pseudonyms, new records appended."""
+        ids = self.index().get_indexer(keys.astype(object)).astype(np.int64) if len(
+            self.keys) else np.full(len(keys), -1, dtype=np.int64)
+        new = ids < 0
+        if new.any():
+            n_new = int(new.sum())
+            ids[new] = np.arange(self.n_records, self.n_records + n_new)
+            self.keys = np.concatenate([self.keys, keys[new]])
+            self._index = None
+            grow = {"n_in": 0, "min_real": np.inf, "row_values": False,
+                    "unknown_rows": False, "atom": -1}
+            for name, fill in grow.items():
+                old = getattr(self, name)
+                setattr(self, name, np.concatenate([old, np.full(n_new, fill,
+                                                                 dtype=old.dtype)]))
+            for attr in self.attributes:
+                old = self.homogeneous.get(attr, np.zeros(0, dtype=bool))
+                self.homogeneous[attr] = np.concatenate([old, np.zeros(n_new, dtype=bool)])
+        return ids
+
+    def _record_flags(self, release: _Release, rid: np.ndarray, cls: np.ndarray,
+                      view: ReleaseView, entry_value: dict[str, np.ndarray]) -> None:
+        self.n_in[rid] += 1
+        self.min_real[rid] = np.minimum(self.min_real[rid], release.real_sizes[cls])
+        self.row_values[rid] |= release.row_values
+        self.unknown_rows[rid] |= release.row_values and not release.values_known
+        for attr in self.attributes:
+            distinct = np.bincount(view.values[attr].class_index, minlength=view.n_classes)
+            self.homogeneous[attr][rid] |= distinct[cls] == 1
+
+    # -- the linkage adversary -------------------------------------------------------------
+    def _link(self, j: int, release: _Release, rid: np.ndarray, cls: np.ndarray,
+              record_value: dict[str, np.ndarray]) -> None:
+        """Narrow the cells of the release's records to their class in it: a record seen
+        once before gets the records of its earlier class that are in its class now; a
+        record with a cell keeps the members that are."""
+        class_now = np.full(self.n_records, -1, dtype=np.int64)
+        class_now[rid] = cls
+        value_now = {a: np.full(self.n_records, -1, dtype=np.int64) for a in self.attributes}
+        for a in self.attributes:
+            value_now[a][rid] = record_value[a]
+        seen = self.n_in[rid]
+        # records with a cell: keep the members in the owner's class now
+        owners_now = np.zeros(self.n_records, dtype=bool)
+        owners_now[rid[seen >= 2]] = True
+        mine = owners_now[self.cell_owner]
+        keep_rows = ~mine  # cells of records not in this release stay as they are
+        owner, member = self.cell_owner[mine], self.cell_member[mine]
+        stays = class_now[member] == class_now[owner]
+        owner, member = owner[stays], member[stays]
+        values = {a: self.cell_value[a][mine][stays] for a in self.attributes}
+        values = {a: self._agree(values[a], value_now[a][member], release) for a in values}
+        # records seen once: pairs with the records of their class now, kept when the
+        # member was in the owner's earlier class (the member's membership there)
+        once = rid[seen == 1]
+        new_owner, new_member, new_values = self._first_cells(once, class_now, rid, cls,
+                                                              value_now, release)
+        self.cell_owner = np.concatenate([self.cell_owner[keep_rows], owner, new_owner])
+        self.cell_member = np.concatenate([self.cell_member[keep_rows], member, new_member])
+        for a in self.attributes:
+            self.cell_value[a] = np.concatenate([
+                self.cell_value.get(a, np.zeros(0, dtype=np.int64))[keep_rows], values[a],
+                new_values[a]])
+
+    def _first_cells(self, once: np.ndarray, class_now: np.ndarray, rid: np.ndarray,
+                     cls: np.ndarray, value_now: dict[str, np.ndarray], release: _Release
+                     ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+        empty = np.zeros(0, dtype=np.int64)
+        if not len(once):
+            return empty, empty, {a: empty for a in self.attributes}
+        # the only earlier membership of each record seen once
+        _, first_release, first_class = self.memberships(once)  # one each
+        # pairs (owner, member) of the same class now
+        by_class = np.argsort(cls, kind="stable")
+        members_sorted, classes_sorted = rid[by_class], cls[by_class]
+        starts = np.searchsorted(classes_sorted, np.arange(release.sizes.size + 1))
+        c = class_now[once]
+        pair_owner, pos = _expand(starts[c], starts[c + 1])
+        member = members_sorted[pos]
+        owner = once[pair_owner]
+        # the member's class in the owner's earlier release
+        rel, was = first_release[pair_owner], first_class[pair_owner]
+        member_pos = self._membership_at(member, rel)
+        member_class = np.where(member_pos >= 0, self.mem_class[member_pos], -2)
+        kept = member_class == was
+        owner, member, member_pos, rel = owner[kept], member[kept], member_pos[kept], rel[kept]
+        values = {}
+        for a in self.attributes:
+            earlier_rows = np.array([r.row_values for r in self.releases], dtype=bool)
+            agreed = np.where(earlier_rows[rel], self.mem_value[a][member_pos], _NO_ROWS)
+            values[a] = self._agree(agreed, value_now[a][member], release)
+        return owner, member, values
+
+    @staticmethod
+    def _agree(agreed: np.ndarray, now: np.ndarray, release: _Release) -> np.ndarray:
+        """A pair's agreed value after a release shows ``now`` (when it shows row values;
+        ``now`` -1: not kept, which the owner's ``unknown_rows`` flag records)."""
+        if not release.row_values or not release.values_known:
+            return agreed
+        out = np.where(agreed == _NO_ROWS, now, agreed)
+        return np.where((agreed >= 0) & (agreed != now), _DISAGREE, out)
+
+    # -- the qi adversary ------------------------------------------------------------------
+    def _split_atoms(self, release: _Release, rid: np.ndarray, cls: np.ndarray,
+                     view: ReleaseView, entry_value: dict[str, np.ndarray]) -> None:
+        """Split the atoms by the release's classes, give the new atoms their entries and
+        tighten their bounds (see the module)."""
+        j = len(self.releases)
+        width = len(release.sizes) + 1
+        class_now = np.full(self.n_records, -1, dtype=np.int64)
+        class_now[rid] = cls
+        child_key, atom_new = np.unique((self.atom + 1) * width + class_now + 1,
+                                        return_inverse=True)
+        atom_new = atom_new.reshape(-1)
+        parent, child_class = child_key // width - 1, child_key % width - 1
+        child_size = np.bincount(atom_new, minlength=len(child_key))
+        old_size = self.atom_size
+        touched = np.zeros(len(old_size), dtype=bool)
+        touched[parent[(child_class >= 0) & (parent >= 0)]] = True
+        # the releases and classes of every touched parent (its representative's)
+        representative = np.zeros(len(old_size), dtype=np.int64)
+        old = np.flatnonzero(self.atom >= 0)
+        representative[self.atom[old]] = old
+        touched_atoms = np.flatnonzero(touched)
+        sig_owner, sig_release, sig_class = self.memberships(representative[touched_atoms])
+        keep = sig_release < j  # this release's memberships are already appended
+        sig_owner, sig_release, sig_class = sig_owner[keep], sig_release[keep], sig_class[keep]
+        sig_atom = touched_atoms[sig_owner]
+        for attr in self.attributes:
+            release.multisets[attr] = self._multisets(view, attr, entry_value[attr], release)
+            self._split_entries(attr, j, release, parent, child_class, child_size, old_size,
+                                touched, sig_atom, sig_release, sig_class)
+        self.atom, self.atom_size = atom_new, child_size
+
+    def _multisets(self, view: ReleaseView, attr: str, gid: np.ndarray,
+                   release: _Release) -> _Multisets:
+        cv = view.values[attr]
+        key = _key(cv.class_index, gid)
+        order = np.argsort(key, kind="stable")
+        count = cv.count[order].astype(np.float64)
+        slack = (release.sizes - release.records)[cv.class_index[order]]
+        need = count - np.minimum(slack, count)
+        zero = np.zeros(len(key))
+        return _Multisets(key[order], count, need, zero, zero.copy())
+
+    def _split_entries(self, attr: str, j: int, release: _Release, parent: np.ndarray,
+                       child_class: np.ndarray, child_size: np.ndarray,
+                       old_size: np.ndarray, touched: np.ndarray, sig_atom: np.ndarray,
+                       sig_release: np.ndarray, sig_class: np.ndarray) -> None:
+        now = release.multisets[attr]
+        old = self.entries.get(attr) or _Entries(*(np.zeros(0, dtype=np.int64),) * 2,
+                                                 *(np.zeros(0),) * 3)
+        every = [*self.releases, release]
+        table = _Table([r.multisets[attr] for r in every], [len(r.sizes) for r in every])
+        # new records' atoms: their class's multiset
+        fresh = np.flatnonzero(parent < 0)
+        starts = table.class_start[table.class_base[j]:table.class_base[j + 1]]
+        f_owner, f_idx = _expand(starts[child_class[fresh]], starts[child_class[fresh] + 1])
+        f_atom = fresh[f_owner]
+        f_count = now.count[f_idx]
+        fresh_entries = _Entries(f_atom, now.key[f_idx] & ((1 << _VALUE_BITS) - 1),
+                                 np.zeros(len(f_idx)),
+                                 np.minimum(f_count, child_size[f_atom]), f_count)
+        # every other atom: its parent's entries, narrowed to its class now
+        kids = np.flatnonzero(parent >= 0)
+        runs = _runs(old.atom, len(old_size))
+        k_owner, k_idx = _expand(runs[parent[kids]], runs[parent[kids] + 1])
+        k_atom = kids[k_owner]
+        k_class = child_class[k_atom]
+        value = old.value[k_idx]
+        count = np.full(len(k_idx), np.inf)
+        inside = np.flatnonzero(k_class >= 0)
+        pos = table.locate(np.full(len(inside), j), k_class[inside], value[inside])
+        found = pos >= 0
+        count[inside[found]] = table.count[pos[found]]
+        kept = np.ones(len(k_idx), dtype=bool)
+        kept[inside[~found]] = False
+        k_idx, k_atom, value, count = k_idx[kept], k_atom[kept], value[kept], count[kept]
+        size, p_size = child_size[k_atom], old_size[parent[k_atom]]
+        inherited = _Entries(k_atom, value,
+                             np.maximum(old.low[k_idx] - (p_size - size), 0.0),
+                             np.minimum(np.minimum(old.high[k_idx], size), count),
+                             np.minimum(old.smallest[k_idx], count))
+        entries = _Entries(*(np.concatenate([getattr(fresh_entries, f), getattr(inherited, f)])
+                             for f in ("atom", "value", "low", "high", "smallest")))
+        n_fresh = len(f_idx)
+        from_parent = np.concatenate([np.full(n_fresh, -1, dtype=np.int64), k_idx])
+        # the earlier releases' sums: a touched parent's entries give way to its children's
+        moved = np.flatnonzero(touched[old.atom])  # parent entries that split
+        child_of = np.flatnonzero(from_parent >= 0)
+        child_of = child_of[touched[old.atom[from_parent[child_of]]]]
+        d_low = -np.bincount(moved, old.low[moved], minlength=len(old.atom))
+        d_high = -np.bincount(moved, old.high[moved], minlength=len(old.atom))
+        d_low += np.bincount(from_parent[child_of], entries.low[child_of],
+                             minlength=len(old.atom))
+        d_high += np.bincount(from_parent[child_of], entries.high[child_of],
+                              minlength=len(old.atom))
+        # links of the moved parent entries: one per earlier release of their atom
+        sig_runs = _runs(sig_atom, len(old_size))
+        l_owner, l_idx = _expand(sig_runs[old.atom[moved]], sig_runs[old.atom[moved] + 1])
+        link_entry = moved[l_owner]  # parent entry, sorted
+        link_pos = table.locate(sig_release[l_idx], sig_class[l_idx], old.value[link_entry])
+        if (link_pos < 0).any():
+            raise HistoryError(f"the accumulated knowledge of {attr!r} is inconsistent with "
+                               f"the releases' multisets")
+        s_low, s_high = table.sum_lo, table.sum_hi
+        s_low += np.bincount(link_pos, d_low[link_entry], minlength=len(s_low))
+        s_high += np.bincount(link_pos, d_high[link_entry], minlength=len(s_high))
+        # this release's sums: every entry of an atom in it
+        here = np.flatnonzero(child_class[entries.atom] >= 0)
+        here_g = table.locate(np.full(len(here), j), child_class[entries.atom[here]],
+                              entries.value[here])
+        s_low += np.bincount(here_g, entries.low[here], minlength=len(s_low))
+        s_high += np.bincount(here_g, entries.high[here], minlength=len(s_high))
+        # live entries: the new atoms' (fresh, or children of a touched parent)
+        live = np.ones(len(entries.atom), dtype=bool)
+        live[n_fresh:] = touched[parent[entries.atom[n_fresh:]]]
+        # an atom whose values cannot fill it had a value change between releases: no
+        # assignment fits it, so it is left out of the counting (its bounds stay)
+        room = np.bincount(entries.atom, entries.high, minlength=len(child_size))
+        live &= room[entries.atom] >= child_size[entries.atom]
+        live_idx = np.flatnonzero(live)
+        # their links, entry by entry: the parent's links, then this release's
+        parent_link_runs = _runs(link_entry, len(old.atom) + 1)  # one spare: fp may be -1
+        fp = from_parent[live_idx]
+        n_parent_links = np.where(fp >= 0, parent_link_runs[np.maximum(fp, 0) + 1]
+                                  - parent_link_runs[np.maximum(fp, 0)], 0)
+        in_here = child_class[entries.atom[live_idx]] >= 0
+        link_start = np.concatenate([[0], np.cumsum(n_parent_links + in_here)])
+        link_g = np.empty(int(link_start[-1]), dtype=np.int64)
+        has_parent = np.flatnonzero(fp >= 0)
+        p_owner, p_idx = _expand(parent_link_runs[fp[has_parent]],
+                                 parent_link_runs[fp[has_parent] + 1])
+        within = p_idx - parent_link_runs[fp[has_parent]][p_owner]
+        link_g[link_start[has_parent][p_owner] + within] = link_pos[p_idx]
+        here_of = np.full(len(entries.atom), -1, dtype=np.int64)
+        here_of[here] = here_g
+        with_here = np.flatnonzero(in_here)
+        link_g[link_start[with_here + 1] - 1] = here_of[live_idx[with_here]]
+        low, high, s_low, s_high, rounds = _propagate(
+            entries.low[live_idx], entries.high[live_idx], entries.atom[live_idx],
+            child_size, link_start, link_g, table.count, table.need, s_low, s_high)
+        entries.low[live_idx], entries.high[live_idx] = low, high
+        self.rounds[attr] = rounds
+        for i, r in enumerate(every):
+            ms = r.multisets[attr]
+            lo, hi = table.offsets[i], table.offsets[i + 1]
+            ms.sum_lo, ms.sum_hi = s_low[lo:hi], s_high[lo:hi]
+        self.entries[attr] = entries
+
+
+class _Table:
+    """Every release's multisets of one attribute, end to end (global positions)."""
+
+    def __init__(self, multisets: list[_Multisets], n_classes: list[int]) -> None:
+        self.offsets = np.cumsum([0, *(len(m.key) for m in multisets)]).astype(np.int64)
+        self.key = np.concatenate([m.key for m in multisets]).astype(np.int64)
+        self.count = np.concatenate([m.count for m in multisets]).astype(np.float64)
+        self.need = np.concatenate([m.need for m in multisets]).astype(np.float64)
+        self.sum_lo = np.concatenate([m.sum_lo for m in multisets]).astype(np.float64)
+        self.sum_hi = np.concatenate([m.sum_hi for m in multisets]).astype(np.float64)
+        starts = [m.class_starts(n) for m, n in zip(multisets, n_classes, strict=True)]
+        self.class_start = np.concatenate(starts).astype(np.int64)
+        self.class_base = np.cumsum([0, *(len(x) for x in starts)]).astype(np.int64)
+
+    def locate(self, release: np.ndarray, klass: np.ndarray, value: np.ndarray) -> np.ndarray:
+        """Global positions of (release index, class, value) entries (-1: absent)."""
+        out = np.empty(len(release), dtype=np.int64)
+        _knowledge_c.locate(self.key, self.offsets, self.class_start, self.class_base,
+                            np.ascontiguousarray(release, dtype=np.int64),
+                            np.ascontiguousarray(klass, dtype=np.int64),
+                            np.ascontiguousarray(value, dtype=np.int64), out)
+        return out
+
+
+def _propagate(low: np.ndarray, high: np.ndarray, atom: np.ndarray, atom_size: np.ndarray,
+               link_start: np.ndarray, link_g: np.ndarray, count: np.ndarray,
+               need: np.ndarray, s_low: np.ndarray, s_high: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+    """Tighten the bounds of the live entries (entry ``e`` linked to the multiset entries
+    ``link_g[link_start[e]:link_start[e + 1]]``, one per release of its atom) from the
+    multiset sums (``s_low`` / ``s_high``, over every atom's entries) and the atom sums,
+    until nothing changes (compiled: ``_knowledge_c.propagate``; the tests keep the numpy
+    rule it replaced as the reference). Every update is computed from bounds that hold, so
+    every bound it gives holds. Releases that contradict each other (a value changed) leave
+    the bounds and sums as they came in. ``s_low`` and ``s_high`` are updated in place."""
+    low, high = np.array(low, dtype=np.float64), np.array(high, dtype=np.float64)
+    if not len(low):
+        return low, high, s_low, s_high, 0
+    new_low, new_high = low.copy(), high.copy()
+    link_start = np.ascontiguousarray(link_start, dtype=np.int64)
+    link_g = np.ascontiguousarray(link_g, dtype=np.int64)
+    # the sums are updated in place (no copy of every release's sums): a contradiction
+    # takes the applied changes back out
+    rounds, contradiction = _knowledge_c.propagate(
+        new_low, new_high, np.ascontiguousarray(atom, dtype=np.int64),
+        np.ascontiguousarray(atom_size, dtype=np.float64), link_start, link_g,
+        np.ascontiguousarray(count, dtype=np.float64),
+        np.ascontiguousarray(need, dtype=np.float64), s_low, s_high, _MAX_ROUNDS)
+    if contradiction:
+        link_e = np.repeat(np.arange(len(low)), np.diff(link_start))
+        s_low -= np.bincount(link_g, (new_low - low)[link_e], minlength=len(s_low))
+        s_high -= np.bincount(link_g, (new_high - high)[link_e], minlength=len(s_high))
+        return low, high, s_low, s_high, int(rounds)
+    return new_low, new_high, s_low, s_high, int(rounds)
+
+
+# -- what each adversary is left with, per record ---------------------------------------------
 
 
 @dataclass
 class Measures:
-    """Per target record of a scope (a set of releases that all contain the targets):
-    what each adversary is left with. Records sharing every class form a *class tuple*;
-    value intersections are computed once per tuple."""
+    """Per target record (after every release of the knowledge): what each adversary is
+    left with. ``distinct`` ... ``bound``: the plain intersection of its classes'
+    multisets; ``qi_values`` / ``linkage_values``: ``(distinct, distinct_present, low,
+    high)`` of the values each adversary cannot rule out."""
 
-    releases: tuple[int, ...]  # indices of the views in the scope
-    targets: np.ndarray  # global record ids
-    candidates_linkage: np.ndarray  # records that shared every class of the target
-    candidates_qi: np.ndarray  # upper bound on people consistent with every class
-    distinct: dict[str, np.ndarray]  # values in every class's multiset, per attribute
-    distinct_present: dict[str, np.ndarray]  # the same, not counting a missing value
-    low: dict[str, np.ndarray]  # smallest / largest numeric value left (NaN: none)
+    targets: np.ndarray  # record ids
+    n_releases: np.ndarray
+    candidates_linkage: np.ndarray
+    candidates_qi: np.ndarray
+    row_values: np.ndarray
+    distinct: dict[str, np.ndarray]
+    distinct_present: dict[str, np.ndarray]
+    low: dict[str, np.ndarray]
     high: dict[str, np.ndarray]
-    value_bound: dict[str, np.ndarray]  # sum over the values left of the smallest count
-    tuple_classes: np.ndarray  # (len(releases), n_tuples): the classes of each tuple
-    tuple_of: np.ndarray  # per target: its class tuple
-    entries: dict[str, tuple[np.ndarray, np.ndarray]]  # per tuple: (starts, value ids)
-    members: np.ndarray  # records present in every release of the scope
-    member_group: np.ndarray  # their class tuple id (records sharing every class)
-    target_group: np.ndarray  # per target: its group among the members
-    row_values: bool  # some release of the scope carries values on rows
-    #: per attribute, per target: (distinct, distinct_present, low, high) of the values the
-    #: qi adversary cannot rule out (constraint propagation over the class multisets)
-    qi_values: dict[str, tuple[np.ndarray, ...]] = field(default_factory=dict)
-    #: the same for the linkage adversary (exact per cell when the values are recorded)
-    linkage_values: dict[str, tuple[np.ndarray, ...]] = field(default_factory=dict)
-    #: per attribute, per target: some single release of the scope already left it one
-    #: value (a homogeneous class: no cross-release disclosure)
-    homogeneous: dict[str, np.ndarray] = field(default_factory=dict)
+    bound: dict[str, np.ndarray]
+    qi_values: dict[str, tuple[np.ndarray, ...]]
+    linkage_values: dict[str, tuple[np.ndarray, ...]]
+    homogeneous: dict[str, np.ndarray]
 
     def span(self, attr: str) -> np.ndarray:
-        """The numeric range of the values left (NaN: none, or not numeric)."""
         return self.high[attr] - self.low[attr]
 
     def qi(self, attr: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(distinct, distinct_present, range)`` for the qi adversary."""
         d, dp, lo, hi = self.qi_values[attr]
         return d, dp, hi - lo
 
     def linkage(self, attr: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(distinct, distinct_present, range)`` for the linkage adversary (see
-        :meth:`Intersections.cell_values`)."""
         d, dp, lo, hi = self.linkage_values[attr]
         return d, dp, hi - lo
 
 
-class Intersections:
-    """The releases of a dataset indexed for intersecting: every record's class in every
-    release as one dense matrix, and every attribute's multisets with global value ids."""
+def _measure(acc: Accumulated, targets: np.ndarray) -> Measures:
+    targets = np.asarray(targets, dtype=np.int64)
+    n_in = acc.n_in[targets]
+    # linkage candidates: the cell; a record seen once: its class's records
+    cell_size = np.bincount(acc.cell_owner, minlength=acc.n_records)[targets]
+    owner, release, klass = acc.memberships(targets[n_in == 1])
+    once_size = np.zeros(len(owner), dtype=np.int64)
+    for i in np.unique(release):
+        sel = release == i
+        once_size[sel] = acc.releases[i].records[klass[sel]]
+    candidates_linkage = cell_size.copy()
+    candidates_linkage[np.flatnonzero(n_in == 1)[owner]] = once_size
+    candidates_qi = acc.min_real[targets].astype(np.float64)
+    out: dict[str, dict[str, np.ndarray]] = {k: {} for k in (
+        "distinct", "distinct_present", "low", "high", "bound")}
+    qi_values, linkage_values, homogeneous = {}, {}, {}
+    atom = acc.atom[targets]
+    for attr in acc.attributes:
+        e = acc.entries[attr]
+        n_atoms = len(acc.atom_size)
+        plain = _summarize(acc, attr, e.atom, e.value, n_atoms)
+        bound = np.bincount(e.atom, e.smallest, minlength=n_atoms)
+        for name, per_atom in zip(("distinct", "distinct_present", "low", "high", "bound"),
+                                  (*plain, bound), strict=True):
+            out[name][attr] = per_atom[atom].astype(np.float64)
+        candidates_qi = np.minimum(candidates_qi, bound[atom])
+        left = e.high >= 1
+        qi = _summarize(acc, attr, e.atom[left], e.value[left], n_atoms)
+        qi_values[attr] = tuple(x[atom].astype(np.float64) for x in qi)
+        linkage_values[attr] = _linkage_values(acc, attr, targets, candidates_linkage,
+                                               qi_values[attr],
+                                               tuple(x[atom].astype(np.float64)
+                                                     for x in plain))
+        homogeneous[attr] = acc.homogeneous[attr][targets]
+    return Measures(targets, n_in, candidates_linkage, candidates_qi,
+                    acc.row_values[targets], out["distinct"], out["distinct_present"],
+                    out["low"], out["high"], out["bound"], qi_values, linkage_values,
+                    homogeneous)
 
-    def __init__(self, views: Sequence[ReleaseView]) -> None:
-        self.views = list(views)
-        all_keys = (np.concatenate([v.record_keys for v in self.views]) if self.views
-                    else np.zeros(0, dtype=object))
-        gids, self.pseudonyms = pd.factorize(all_keys)
-        self.n_records = len(self.pseudonyms)
-        # class of every record in every release (-1: absent)
-        self.cls = np.full((len(self.views), self.n_records), -1, dtype=np.int32)
-        self.record_ids: list[np.ndarray] = []  # per view: its records' global ids
-        offset = 0
-        for i, v in enumerate(self.views):
-            n = len(v.record_keys)
-            self.record_ids.append(np.asarray(gids[offset:offset + n], dtype=np.int64))
-            self.cls[i, gids[offset:offset + n]] = v.record_classes
-            offset += n
-        # rows of a class that are no record of the history (counterfeit, synthetic)
-        self.slack = [v.sizes - np.bincount(v.record_classes, minlength=v.n_classes)
-                      for v in self.views]
-        #: per attribute: (n_views, n_records) global value id of each record's released
-        #: value (-1: absent, or the release keeps no per-record values)
-        self.record_value: dict[str, np.ndarray] = {}
-        self.values_known = [v.record_values is not None for v in self.views]
-        self._deduced: dict[tuple[int, ...], tuple[np.ndarray, dict[str, tuple]]] = {}
-        self.real_sizes = [v.real_sizes for v in self.views]
-        self.row_values = [v.info.release_kind in ROW_VALUE_KINDS for v in self.views]
-        self.attributes = list(self.views[-1].info.sensitive) if self.views else []
-        self.value_names: dict[str, np.ndarray] = {}
-        self.magnitude: dict[str, np.ndarray] = {}
-        self.numeric: dict[str, bool] = {}
-        self.sparse: dict[str, list[_Sparse]] = {}
-        for attr in self.attributes:
-            self._index_values(attr)
 
-    def _index_values(self, attr: str) -> None:
-        """Global value ids over all releases, in numeric order for a numeric attribute
-        (so a range is the last minus the first value of a sorted run)."""
-        per_release = [v.values[attr] for v in self.views]
-        numeric = all(cv.numeric for cv in per_release)
-        lengths = [len(cv.value) for cv in per_release]
-        if numeric:
-            every = np.concatenate([cv.value.astype(np.float64) for cv in per_release])
-            names = np.unique(every)  # sorted; missing (NaN) last
-            gids = np.searchsorted(names, every)
-            mags = names
-        else:
-            every = np.concatenate([cv.value.astype(object) for cv in per_release])
-            codes, uniques = pd.factorize(pd.Series(every, dtype=object))
-            names = np.append(np.asarray(uniques, dtype=object), None)  # -1: missing
-            gids = np.where(codes < 0, len(uniques), codes)
-            mags = np.full(len(names), np.nan)
-        self.value_names[attr], self.magnitude[attr] = names, mags
-        self.numeric[attr] = numeric
-        n_values = max(len(names), 1)
-        sparse = []
-        bounds = np.cumsum([0, *lengths])
-        for v, cv, lo, hi in zip(self.views, per_release, bounds[:-1], bounds[1:], strict=True):
-            gid = gids[lo:hi].astype(np.int64)
-            key = cv.class_index * n_values + gid
-            order = np.argsort(key, kind="stable")
-            starts = np.searchsorted(cv.class_index[order], np.arange(v.n_classes + 1))
-            sparse.append(_Sparse(starts, gid[order], cv.count[order], key[order]))
-        self.sparse[attr] = sparse
-        record_value = np.full((len(self.views), self.n_records), -1, dtype=np.int64)
-        for i, (v, lo) in enumerate(zip(self.views, bounds[:-1], strict=False)):
-            if v.record_values is not None and attr in v.record_values:
-                entry = np.asarray(v.record_values[attr], dtype=np.int64)
-                record_value[i, self.record_ids[i]] = gids[lo + entry]
-            else:
-                self.values_known[i] = False
-        self.record_value[attr] = record_value
+def _linkage_values(acc: Accumulated, attr: str, targets: np.ndarray, candidates: np.ndarray,
+                    qi: tuple[np.ndarray, ...], plain: tuple[np.ndarray, ...]
+                    ) -> tuple[np.ndarray, ...]:
+    """The linkage adversary links a person's rows; a release that shows values on rows
+    shows each linked person's value, so the target's value is one of its cell's: exactly
+    those (a person whose rows show different values is no candidate for a value that does
+    not change). Without row values it links a person to groups, not values: what the qi
+    adversary deduces. When a release of the scope keeps no per-record values (a migrated
+    history): at most as many values as candidates, a lone candidate pins one."""
+    d, dp, lo, hi = (x.copy() for x in qi)
+    rows = acc.row_values[targets]
+    unknown = acc.unknown_rows[targets] & rows
+    lone = unknown & (candidates == 1)
+    d[unknown] = np.minimum(d[unknown], candidates[unknown])
+    dp[unknown] = np.minimum(dp[unknown], candidates[unknown])
+    hi[lone] = lo[lone]
+    exact = rows & ~unknown
+    once = exact & (acc.n_in[targets] == 1)  # its cell is its class: the class's values
+    for x, p in zip((d, dp, lo, hi), plain, strict=True):
+        x[once] = p[once]
+    many = np.flatnonzero(exact & (acc.n_in[targets] >= 2))
+    if len(many):
+        position = np.full(acc.n_records, -1, dtype=np.int64)
+        position[targets[many]] = np.arange(len(many))
+        at = position[acc.cell_owner]
+        value = acc.cell_value[attr]
+        sel = np.flatnonzero((at >= 0) & (value >= 0))
+        n_values = max(len(acc.values[attr].names), 1)
+        pairs = np.unique(at[sel] * n_values + value[sel])
+        found = _summarize(acc, attr, pairs // n_values, pairs % n_values, len(many))
+        for x, f in zip((d, dp, lo, hi), found, strict=True):
+            x[many] = f
+    return d, dp, lo, hi
 
-    def missing_id(self, attr: str) -> int:
-        """The global id of the missing value of ``attr`` (-1 when it never occurs)."""
-        names = self.value_names[attr]
-        if self.numeric[attr]:
-            nan = np.flatnonzero(np.isnan(names.astype(np.float64)))
-            return int(nan[0]) if len(nan) else -1
-        return len(names) - 1  # a None is appended after the values
 
-    # -- scopes ------------------------------------------------------------------------
-    def accumulate(self, targets: np.ndarray) -> list[Measures]:
-        """Every target over all the releases that contain it (the tightest intersection:
-        intersecting more releases only narrows it), one :class:`Measures` per set of
-        releases the targets are in."""
-        targets = np.asarray(targets, dtype=np.int64)
-        if not len(targets) or not self.views:
-            return []
-        presence = self.cls[:, targets] >= 0
-        # the qi adversary deduces from every release at once (the tightest)
-        everything = tuple(range(len(self.views)))
-        patterns, pattern_of = np.unique(presence.T, axis=0, return_inverse=True)
-        pattern_of = pattern_of.reshape(-1)
-        order = np.argsort(pattern_of, kind="stable")
-        bounds = np.searchsorted(pattern_of[order], np.arange(len(patterns) + 1))
-        parts = []
-        for p, pattern in enumerate(patterns):
-            releases = tuple(int(i) for i in np.flatnonzero(pattern))
-            if releases:
-                parts.append(self.measures(releases, targets[order[bounds[p]:bounds[p + 1]]],
-                                           deduce_over=everything))
-        return parts
+def _summarize(acc: Accumulated, attr: str, group: np.ndarray, value: np.ndarray,
+               n_groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per group, from (group, value id) entries sorted by group and each pair once: how
+    many values (with and without the missing one) and their smallest and largest magnitude
+    (NaN if none, or not numeric)."""
+    distinct = np.bincount(group, minlength=n_groups)
+    missing = acc.values[attr].missing
+    present = distinct - np.bincount(group[value == missing], minlength=n_groups)
+    low, high = np.full(n_groups, np.nan), np.full(n_groups, np.nan)
+    if len(group):
+        mags = acc.values[attr].magnitude[value]
+        starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+        low[group[starts]] = np.fmin.reduceat(mags, starts)
+        high[group[starts]] = np.fmax.reduceat(mags, starts)
+    return distinct, present, low, high
 
-    def measures(self, releases: tuple[int, ...], targets: np.ndarray | None = None,
-                 deduce_over: tuple[int, ...] | None = None) -> Measures:
-        """What intersecting ``releases`` leaves of each of ``targets`` (records present in
-        every one of them; default: all such records). The qi adversary's deduction uses
-        ``deduce_over`` (default: ``releases``)."""
-        rel = list(releases)
-        present = (self.cls[rel] >= 0).all(axis=0)
-        members = np.flatnonzero(present)
-        if targets is None:
-            targets = members
-        cls = self.cls[np.ix_(rel, members)].astype(np.int64)
-        # records sharing every class: one group id per distinct class tuple
-        group = np.zeros(len(members), dtype=np.int64)
-        for row in cls:
-            _, group = np.unique(group * (int(row.max(initial=0)) + 1) + row,
-                                 return_inverse=True)
-            group = group.reshape(-1)
-        target_group = group[np.searchsorted(members, targets)]
-        candidates_link = np.bincount(group, minlength=1)[target_group]
-        # per distinct class tuple among the targets: the value intersection
-        tuples, tuple_of = np.unique(target_group, return_inverse=True)
-        tuple_of = tuple_of.reshape(-1)
-        representative = np.zeros(len(tuples), dtype=np.int64)
-        representative[tuple_of[::-1]] = np.arange(len(targets))[::-1]
-        tuple_classes = self.cls[np.ix_(rel, targets[representative])].astype(np.int64)
-        # counterfeit rows are no people: they are not candidates
-        real = np.stack([self.real_sizes[i][tuple_classes[j]] for j, i in enumerate(rel)])
-        candidates_qi = real.min(axis=0).astype(np.float64)
-        out: dict[str, dict[str, np.ndarray]] = {
-            k: {} for k in ("distinct", "distinct_present", "low", "high", "bound")}
-        entries: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        for attr in self.attributes:
-            found = self._value_intersection(attr, releases, tuple_classes)
-            for name, per_tuple in zip(out, found[:5], strict=True):
-                out[name][attr] = per_tuple[tuple_of]
-            candidates_qi = np.minimum(candidates_qi, found[4])
-            entries[attr] = found[5]
-        m = Measures(releases, targets, candidates_link, candidates_qi[tuple_of],
-                     out["distinct"], out["distinct_present"], out["low"], out["high"],
-                     out["bound"], tuple_classes, tuple_of, entries, members, group,
-                     target_group, any(self.row_values[i] for i in releases))
-        atom_of, deduced = self.deduce(deduce_over if deduce_over is not None else releases)
-        target_atom = atom_of[targets]
-        for attr in self.attributes:
-            m.qi_values[attr] = tuple(x[target_atom] for x in deduced[attr])
-            m.linkage_values[attr] = self.cell_values(attr, m)
-            single = np.zeros(len(tuple_classes[0]) if len(tuple_classes) else 0, dtype=bool)
-            for j, i in enumerate(rel):
-                single |= np.diff(self.sparse[attr][i].starts)[tuple_classes[j]] == 1
-            m.homogeneous[attr] = single[tuple_of]
-        return m
 
-    # -- the linkage adversary: exact per cell ---------------------------------------------
-    def cell_values(self, attr: str, m: Measures) -> tuple[np.ndarray, ...]:
-        """Per target, ``(distinct, distinct_present, low, high)`` of the values the
-        linkage adversary is left with. It links a person's rows; a release that carries
-        values on rows shows each linked person's value, so the target's value is one of
-        its cell's (the records that shared all its classes): exactly those, when the
-        history keeps the records' values (a person whose rows show different values is
-        no candidate for a value that does not change). Over permuted releases alone it
-        links a person to groups, not values: what the qi adversary deduces. When a release
-        of the scope keeps no per-record values (a migrated history), the bound of the
-        multisets: at most as many values as candidates, a lone candidate pins one."""
-        d, dp, lo, hi = m.qi_values[attr]
-        rows = [i for i in m.releases if self.row_values[i]]
-        if not rows:
-            return d, dp, lo, hi
-        if not all(self.values_known[i] for i in rows):
-            cand = m.candidates_linkage
-            lone = cand == 1
-            # a lone candidate pins one value: its range is 0 (high = low)
-            return (np.minimum(d, cand), np.minimum(dp, cand), lo, np.where(lone, lo, hi))
-        seen = self.record_value[attr][np.ix_(rows, m.members)]
-        value = seen[0]
-        consistent = (seen == value).all(axis=0)
-        n_values = max(len(self.value_names[attr]), 1)
-        pairs = np.unique(m.member_group[consistent] * n_values + value[consistent])
-        group, vid = pairs // n_values, pairs % n_values
-        n_groups = int(m.member_group.max(initial=-1)) + 1
-        distinct, present, low, high = self.summarize(attr, group, vid, n_groups)
-        t = m.target_group
-        return (distinct[t].astype(np.float64), present[t].astype(np.float64), low[t],
-                high[t])
 
-    # -- the qi adversary: constraint propagation ------------------------------------------
-    def deduce(self, releases: tuple[int, ...]
-               ) -> tuple[np.ndarray, dict[str, tuple[np.ndarray, ...]]]:
-        """What the qi adversary deduces from ``releases``: per record its *atom* (the
-        records sharing its class, or absence, in every one of them) and per attribute and
-        atom ``(distinct, distinct_present, low, high)`` of the values it cannot rule out.
+# -- keeping it in the history ---------------------------------------------------------------
 
-        Unknowns: ``x[atom, value]``, how many of the atom's people have the value. Each
-        class's multiset is the sum over its atoms (less up to its rows that are no
-        record: counterfeits), each atom's values sum to its size. Bounds on every unknown
-        are tightened from these sums until nothing changes (the counting argument: if the
-        other atoms of a class must use up its flu, the atom has none). A value is left
-        when its upper bound is at least one. Sound, not complete: it never rules out a
-        value some assignment allows; it may leave a value none allows. Releases that
-        contradict each other (a value changed) make the deduction fall back to the
-        intersection of the multisets."""
-        key = tuple(releases)
-        if key in self._deduced:
-            return self._deduced[key]
-        rel = list(key)
-        cls = self.cls[rel].astype(np.int64)
-        anywhere = (cls >= 0).any(axis=0)
-        atom = np.full(self.n_records, -1, dtype=np.int64)
-        group = np.zeros(int(anywhere.sum()), dtype=np.int64)
-        sub = cls[:, anywhere]
-        group = _combine(group, sub)
-        atom[anywhere] = group
-        n_atoms = int(group.max(initial=-1)) + 1
-        size = np.bincount(group, minlength=n_atoms).astype(np.float64)
-        first = np.zeros(n_atoms, dtype=np.int64)
-        first[group[::-1]] = np.arange(len(group))[::-1]
-        atom_cls = sub[:, first]
-        out = {attr: self._propagate(attr, rel, atom_cls, size) for attr in self.attributes}
-        self._deduced[key] = (atom, out)
-        return atom, out
 
-    def _propagate(self, attr: str, rel: list[int], atom_cls: np.ndarray,
-                   size: np.ndarray) -> tuple[np.ndarray, ...]:
-        n_atoms = len(size)
-        n_values = max(len(self.value_names[attr]), 1)
-        sparse = [self.sparse[attr][i] for i in rel]
-        present = atom_cls >= 0
-        first = np.argmax(present, axis=0)
-        # the intersection of each atom's multisets: expand its first release's classes
-        parts_a, parts_v, parts_c = [], [], []
-        for j, sp in enumerate(sparse):
-            atoms = np.flatnonzero(first == j)
-            c = atom_cls[j, atoms]
-            owner, idx = _expand(sp.starts[c], sp.starts[c + 1])
-            parts_a.append(atoms[owner])
-            parts_v.append(sp.value[idx])
-            parts_c.append(sp.count[idx])
-        a_e = np.concatenate(parts_a) if parts_a else np.zeros(0, dtype=np.int64)
-        v_e = np.concatenate(parts_v) if parts_v else np.zeros(0, dtype=np.int64)
-        hi = (np.concatenate(parts_c) if parts_c else np.zeros(0)).astype(np.float64)
-        by_atom = np.argsort(a_e, kind="stable")
-        a_e, v_e, hi = a_e[by_atom], v_e[by_atom], hi[by_atom]
-        runs = np.searchsorted(a_e, np.arange(n_atoms + 1))
-        # per release: the entries of the atoms in it, and their multiset entry there; a
-        # value missing from one of the atom's multisets is no candidate
-        keep = np.ones(len(a_e), dtype=bool)
-        looked = []
-        for j, sp in enumerate(sparse):
-            atoms = np.flatnonzero(present[j])
-            owner, inside = _expand(runs[atoms], runs[atoms + 1])
-            pos, found = _lookup(sp, atom_cls[j, atoms][owner] * n_values + v_e[inside])
-            keep[inside[~found]] = False
-            hi[inside[found]] = np.minimum(hi[inside[found]], sp.count[pos[found]])
-            looked.append((inside, pos))
-        renumber = np.cumsum(keep) - 1
-        links = []  # per release: (entries, their multiset entry)
-        for inside, pos in looked:
-            kept = keep[inside]
-            links.append((renumber[inside[kept]], pos[kept]))
-        a_e, v_e, hi = a_e[keep], v_e[keep], hi[keep]
-        hi = np.minimum(hi, size[a_e])
-        start_hi = hi.copy()
-        # the sums: per release, its multiset entries (count, less its class's rows that
-        # are no record: need); per atom, its size. Unknowns fixed (lo == hi) are folded
-        # into their sums' bounds and dropped, so each round works on what can still move.
-        count, need = [], []
-        for j, sp in enumerate(sparse):
-            c = sp.count.astype(np.float64)
-            slack = self.slack[rel[j]][sp.key // n_values] if len(sp.key) else c
-            count.append(c)
-            need.append(c - np.minimum(slack, c))
-        atom_size = size.astype(np.float64).copy()
-        final_hi = hi.copy()
-        live = np.arange(len(hi))  # the entries still in play
-        a_live = a_e
-        lo = np.zeros(len(hi))
-        contradiction = False
-        for _ in range(_MAX_ROUNDS):
-            before_lo, before_hi = lo.copy(), hi.copy()
-            for j, (entries, pos) in enumerate(links):
-                n_keys = len(count[j])
-                s_lo = np.bincount(pos, lo[entries], minlength=n_keys)
-                s_hi = np.bincount(pos, hi[entries], minlength=n_keys)
-                hi[entries] = np.minimum(hi[entries], count[j][pos] - (s_lo[pos] - lo[entries]))
-                lo[entries] = np.maximum(lo[entries], need[j][pos] - (s_hi[pos] - hi[entries]))
-            s_lo = np.bincount(a_live, lo, minlength=n_atoms)
-            s_hi = np.bincount(a_live, hi, minlength=n_atoms)
-            hi = np.minimum(hi, atom_size[a_live] - (s_lo[a_live] - lo))
-            lo = np.maximum(lo, atom_size[a_live] - (s_hi[a_live] - hi))
-            if (lo > hi).any():  # contradictory releases: no deduction
-                contradiction = True
-                break
-            if np.array_equal(lo, before_lo) and np.array_equal(hi, before_hi):
-                break
-            fixed = lo == hi
-            if not fixed.any():
-                continue
-            final_hi[live[fixed]] = hi[fixed]
-            renumber = np.cumsum(~fixed) - 1
-            # a sum left without unknowns must hold as it is
-            broken = False
-            for j, (entries, pos) in enumerate(links):
-                n_keys = len(count[j])
-                out = fixed[entries]
-                gone = pos[out]
-                taken = np.bincount(gone, hi[entries[out]], minlength=n_keys)
-                count[j] = count[j] - taken
-                need[j] = need[j] - taken
-                pos = pos[~out]
-                links[j] = (renumber[entries[~out]], pos)
-                empty = np.zeros(n_keys, dtype=bool)
-                empty[gone] = True
-                empty[pos] = False
-                broken |= bool((count[j][gone] < 0).any() or (need[j][empty] > 0).any())
-            gone = a_live[fixed]
-            atom_size -= np.bincount(gone, hi[fixed], minlength=n_atoms)
-            live, lo, hi, a_live = live[~fixed], lo[~fixed], hi[~fixed], a_live[~fixed]
-            empty = np.zeros(n_atoms, dtype=bool)
-            empty[gone] = True
-            empty[a_live] = False
-            if broken or (atom_size[gone] < 0).any() or (atom_size[empty] != 0).any():
-                contradiction = True
-                break
-        if contradiction:
-            hi = start_hi
-        else:
-            final_hi[live] = hi
-            hi = final_hi
-        left = hi >= 1
-        a_e, v_e = a_e[left], v_e[left]
-        order = np.lexsort((v_e, a_e))
-        a_e, v_e = a_e[order], v_e[order]
-        distinct, dp, low, high = self.summarize(attr, a_e, v_e, n_atoms)
-        return distinct.astype(np.float64), dp.astype(np.float64), low, high
+def to_bytes(acc: Accumulated) -> bytes:
+    """The knowledge as one blob (numpy arrays, no pickles): the history keeps it."""
+    arrays: dict[str, np.ndarray] = {
+        "keys": acc.keys, "n_in": acc.n_in, "min_real": acc.min_real,
+        "row_values": acc.row_values, "unknown_rows": acc.unknown_rows,
+        "mem_release": acc.mem_release, "mem_record": acc.mem_record,
+        "mem_class": acc.mem_class, "cell_owner": acc.cell_owner,
+        "cell_member": acc.cell_member, "atom": acc.atom, "atom_size": acc.atom_size}
+    meta: dict[str, object] = {
+        "format": _STATE_FORMAT, "attributes": acc.attributes,
+        "releases": [{"seq": r.seq, "row_values": r.row_values,
+                      "values_known": r.values_known} for r in acc.releases],
+        "values": {a: {"numeric": v.numeric, "names": v.names}
+                   for a, v in acc.values.items()}}
+    for i, attr in enumerate(acc.attributes):
+        arrays[f"homogeneous.{i}"] = acc.homogeneous[attr]
+        arrays[f"mem_value.{i}"] = acc.mem_value[attr]
+        arrays[f"cell_value.{i}"] = acc.cell_value[attr]
+        e = acc.entries[attr]
+        for name in ("atom", "value", "low", "high", "smallest"):
+            arrays[f"entries.{i}.{name}"] = getattr(e, name)
+    for j, r in enumerate(acc.releases):
+        for name in ("sizes", "counterfeits", "records"):
+            arrays[f"release.{j}.{name}"] = getattr(r, name)
+        for i, attr in enumerate(acc.attributes):
+            ms = r.multisets[attr]
+            for name in ("key", "count", "need", "sum_lo", "sum_hi"):
+                arrays[f"release.{j}.{i}.{name}"] = getattr(ms, name)
+    import pyarrow as pa
 
-    def _value_intersection(self, attr: str, releases: tuple[int, ...],
-                            tuple_classes: np.ndarray
-                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                                       np.ndarray, tuple[np.ndarray, np.ndarray]]:
-        """Per class tuple: number of values in every class's multiset (with and without
-        the missing value), their smallest and largest magnitude (NaN if none or not
-        numeric), the sum over them of the smallest count, and the values themselves."""
-        n_tuples = tuple_classes.shape[1]
-        group, value, count = self.entries(attr, releases, tuple_classes)
-        distinct, distinct_present, low, high = self.summarize(attr, group, value, n_tuples)
-        bound = np.bincount(group, weights=count, minlength=n_tuples)
-        offsets = np.concatenate([[0], np.cumsum(distinct)])
-        return distinct, distinct_present, low, high, bound, (offsets, value)
+    # one header (names, dtypes, lengths) and the arrays' bytes end to end, compressed
+    arrays = {name: np.ascontiguousarray(_compact(a)) for name, a in arrays.items()}
+    layout = {name: [a.dtype.str, len(a)] for name, a in arrays.items()}
+    header = json.dumps({"meta": meta, "arrays": layout}).encode("utf-8")
+    raw = b"".join([len(header).to_bytes(8, "little"), header,
+                    *(a.tobytes() for a in arrays.values())])
+    return _STATE_MAGIC + len(raw).to_bytes(8, "little") + pa.compress(raw, codec="zstd",
+                                                                          asbytes=True)
 
-    def summarize(self, attr: str, group: np.ndarray, value: np.ndarray, n_groups: int
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Per group, from (group, value id) entries sorted by group and each pair once:
-        how many values (with and without the missing one) and their smallest and largest
-        magnitude (NaN if none, or not numeric)."""
-        distinct = np.bincount(group, minlength=n_groups)
-        present = distinct - np.bincount(group[value == self.missing_id(attr)],
-                                         minlength=n_groups)
-        low, high = np.full(n_groups, np.nan), np.full(n_groups, np.nan)
-        if len(group):
-            mags = self.magnitude[attr][value]
-            starts = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
-            low[group[starts]] = np.fmin.reduceat(mags, starts)
-            high[group[starts]] = np.fmax.reduceat(mags, starts)
-        return distinct, present, low, high
 
-    def entries(self, attr: str, releases: tuple[int, ...],
-                tuple_classes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The (tuple, value, min count) entries of the value intersection, sorted by
-        tuple then value: expand the first release's multisets, look the values up in
-        every other release's class."""
-        sparse = [self.sparse[attr][i] for i in releases]
-        n_values = max(len(self.value_names[attr]), 1)
-        first = sparse[0]
-        lo = first.starts[tuple_classes[0]]
-        lengths = first.starts[tuple_classes[0] + 1] - lo
-        group = np.repeat(np.arange(tuple_classes.shape[1]), lengths)
-        within = np.arange(len(group)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        idx = np.repeat(lo, lengths) + within
-        value, count = first.value[idx], first.count[idx]
-        for j, sp in enumerate(sparse[1:], start=1):
-            query = tuple_classes[j][group] * n_values + value
-            pos = np.minimum(np.searchsorted(sp.key, query), max(len(sp.key) - 1, 0))
-            found = sp.key[pos] == query if len(sp.key) else np.zeros(len(query), bool)
-            count = np.minimum(count, sp.count[pos] if len(sp.key) else 0)
-            group, value, count = group[found], value[found], count[found]
-        return group, value, count
+def _compact(a: np.ndarray) -> np.ndarray:
+    """The narrowest of int32 / float32 that holds ``a`` exactly (ids, classes, counts and
+    bounds are small whole numbers), so the kept blob is about half as large."""
+    if a.dtype.kind in "iu" and len(a) and a.min() >= -(2**31) and a.max() < 2**31:
+        return a.astype(np.int32)
+    if a.dtype.kind == "f" and len(a):
+        narrow = a.astype(np.float32)
+        if np.array_equal(narrow.astype(a.dtype), a, equal_nan=True):
+            return narrow
+    return a
+
+
+def _widen(a: np.ndarray) -> np.ndarray:
+    if a.dtype.kind in "iu":
+        return a.astype(np.int64)
+    if a.dtype.kind == "f":
+        return a.astype(np.float64)
+    return a
+
+
+def from_bytes(blob: bytes) -> Accumulated:
+    try:
+        import pyarrow as pa
+
+        if blob[:len(_STATE_MAGIC)] != _STATE_MAGIC:
+            raise ValueError("not an anonkit knowledge blob")
+        size = int.from_bytes(blob[len(_STATE_MAGIC):len(_STATE_MAGIC) + 8], "little")
+        raw = pa.decompress(blob[len(_STATE_MAGIC) + 8:], decompressed_size=size,
+                            codec="zstd", asbytes=True)
+        n_header = int.from_bytes(raw[:8], "little")
+        header = json.loads(raw[8:8 + n_header].decode("utf-8"))
+        meta = header["meta"]
+        data, at = {}, 8 + n_header
+        for name, (dtype, length) in header["arrays"].items():
+            a = np.frombuffer(raw, dtype=np.dtype(dtype), count=int(length), offset=at)
+            at += a.nbytes
+            data[name] = _widen(a) if a.dtype.kind in "iuf" else a.copy()
+        if meta.get("format") != _STATE_FORMAT:
+            raise ValueError(f"format {meta.get('format')}")
+        acc = Accumulated(meta["attributes"])
+        for name in ("keys", "n_in", "min_real", "row_values", "unknown_rows", "mem_release",
+                     "mem_record", "mem_class", "cell_owner", "cell_member", "atom",
+                     "atom_size"):
+            setattr(acc, name, data[name])
+        acc.values = {a: _Values(bool(v["numeric"]), list(v["names"]))
+                      for a, v in meta["values"].items()}
+        for i, attr in enumerate(acc.attributes):
+            acc.homogeneous[attr] = data[f"homogeneous.{i}"]
+            acc.mem_value[attr] = data[f"mem_value.{i}"]
+            acc.cell_value[attr] = data[f"cell_value.{i}"]
+            acc.entries[attr] = _Entries(*(data[f"entries.{i}.{name}"] for name in (
+                "atom", "value", "low", "high", "smallest")))
+        for j, r in enumerate(meta["releases"]):
+            multisets = {attr: _Multisets(*(data[f"release.{j}.{i}.{name}"] for name in (
+                "key", "count", "need", "sum_lo", "sum_hi")))
+                for i, attr in enumerate(acc.attributes)}
+            acc.releases.append(_Release(int(r["seq"]), *(data[f"release.{j}.{name}"] for name in (
+                "sizes", "counterfeits", "records")), bool(r["row_values"]),
+                bool(r["values_known"]), multisets))
+    except (KeyError, ValueError, TypeError, OSError, ArithmeticError) as exc:
+        raise HistoryError(f"the accumulated knowledge kept in the history cannot be read "
+                           f"({exc})") from None
+    return acc
+
+
+class KnowledgeRebuiltWarning(UserWarning):
+    """The knowledge kept in the history could not be used and was rebuilt."""
+
+
+def fold(views: Sequence[ReleaseView]) -> Accumulated:
+    """The knowledge of releases already loaded, one after the other."""
+    views = sorted(views, key=lambda v: v.info.seq)
+    acc = Accumulated(list(views[-1].info.sensitive) if views else [])
+    for v in views:
+        acc.add(v)
+    return acc
+
+
+def accumulated(store: HistoryStore, dataset: str, *, through: int | None = None
+                ) -> Accumulated:
+    """The knowledge of ``dataset`` after its release ``through`` (default: the latest):
+    the one the history keeps when it is that recent, else rebuilt from the releases.
+    Read-only: a rebuilt knowledge is kept by the next publish, not here."""
+    infos = store.releases(dataset)
+    if through is not None:
+        infos = [i for i in infos if i.seq <= through]
+    acc: Accumulated | None = None
+    try:
+        kept = store.knowledge_state(dataset)
+        if kept is not None and infos and kept[0] == infos[-1].seq:
+            acc = from_bytes(kept[1])
+            if [r.seq for r in acc.releases] != [i.seq for i in infos]:
+                raise HistoryError(f"the knowledge kept for {dataset!r} does not hold its "
+                                   f"releases {[i.seq for i in infos]}")
+    except HistoryError as exc:
+        # derived data: the releases are the record, so rebuild rather than refuse
+        warnings.warn(KnowledgeRebuiltWarning(f"{exc}; rebuilt from the releases"),
+                      stacklevel=2)
+        acc = None
+    if acc is None:
+        acc = fold([store.load(info, labels=False) for info in infos])
+    for r, info in zip(acc.releases, infos, strict=True):
+        r.info = info
+    return acc
 
 
 # -- what an adversary knows, per record ------------------------------------------------------
-
-
-class _Parts:
-    """Where each record's measures are: which scope (:class:`Measures`) and which target
-    of it, so value lists and candidates are only expanded for the records asked about."""
-
-    def __init__(self, parts: list[Measures], part_of: np.ndarray, at: np.ndarray,
-                 pseudonyms: np.ndarray) -> None:
-        self.parts, self.part_of, self.at, self.pseudonyms = parts, part_of, at, pseudonyms
-
-    def value_ids(self, attr: str, i: int) -> np.ndarray:
-        m = self.parts[self.part_of[i]]
-        t = m.tuple_of[self.at[i]]
-        offsets, values = m.entries[attr]
-        return values[offsets[t]:offsets[t + 1]]
-
-    def candidates(self, i: int) -> list[bytes]:
-        m = self.parts[self.part_of[i]]
-        same = m.members[m.member_group == m.target_group[self.at[i]]]
-        return [bytes(k) for k in self.pseudonyms[same]]
 
 
 @dataclass
@@ -539,8 +935,8 @@ class AttributeKnowledge:
     qi_distinct: np.ndarray  # the same three as the qi adversary deduces them
     qi_distinct_present: np.ndarray
     qi_range: np.ndarray
-    names: np.ndarray = field(repr=False)  # value id -> value (None / NaN: missing)
-    _parts: _Parts = field(repr=False)
+    _acc: Accumulated = field(repr=False)
+    _records: np.ndarray = field(repr=False)  # record ids, in the knowledge's order
 
     @property
     def range(self) -> np.ndarray:
@@ -548,7 +944,27 @@ class AttributeKnowledge:
 
     def values(self, i: int) -> list[object]:
         """The values left for record ``i`` (in value order for a numeric attribute)."""
-        return [_plain(v) for v in self.names[self._parts.value_ids(self.name, i)]]
+        return [_plain(v) for v in _values_left(self._acc, self.name, int(self._records[i]))]
+
+    def deduced(self, i: int) -> list[object]:
+        """The values the qi adversary cannot rule out for record ``i``."""
+        return [_plain(v) for v in _values_left(self._acc, self.name, int(self._records[i]),
+                                                deduced=True)]
+
+
+def _values_left(acc: Accumulated, attr: str, record: int, deduced: bool = False
+                 ) -> list[object]:
+    """The values of the plain intersection of the record's multisets (``deduced``: those
+    the qi adversary cannot rule out)."""
+    e = acc.entries[attr]
+    a = acc.atom[record]
+    lo, hi = np.searchsorted(e.atom, [a, a + 1])
+    ids = e.value[lo:hi][e.high[lo:hi] >= 1] if deduced else e.value[lo:hi]
+    names = acc.values[attr].array[ids]
+    if acc.values[attr].numeric:
+        return sorted(names.tolist(), key=lambda x: (math.isnan(x), x))
+    # one order whatever releases the knowledge holds: missing last
+    return sorted(names.tolist(), key=lambda x: (x is None, str(x)))
 
 
 @dataclass
@@ -590,7 +1006,8 @@ class Knowledge:
     row_values: np.ndarray  # bool: some release the record is in carries values on rows
     attributes: dict[str, AttributeKnowledge]
     quasi_identifiers: dict[str, QIKnowledge]  # empty when labels were not loaded
-    _parts: _Parts = field(repr=False)
+    _acc: Accumulated = field(repr=False)
+    _ids: np.ndarray = field(repr=False)
 
     def __len__(self) -> int:
         return len(self.records)
@@ -613,7 +1030,7 @@ class Knowledge:
 
     def candidate_records(self, i: int) -> list[bytes]:
         """The records that shared every class of record ``i`` (itself included)."""
-        return self._parts.candidates(i)
+        return [self._acc.pseudonym(int(s)) for s in cell_members(self._acc, int(self._ids[i]))]
 
     def record(self, i: int) -> dict[str, object]:
         """Everything known about record ``i``, JSON-ready."""
@@ -652,12 +1069,22 @@ class Knowledge:
         return pd.DataFrame(columns)
 
 
+def cell_members(acc: Accumulated, record: int) -> np.ndarray:
+    """Record ids that shared every class of ``record`` (itself included)."""
+    if acc.n_in[record] >= 2:
+        return np.sort(acc.cell_member[acc.cell_owner == record])
+    _, release, klass = acc.memberships(np.array([record]))
+    same = (acc.mem_release == release[0]) & (acc.mem_class == klass[0])
+    return np.sort(acc.mem_record[same])
+
+
 def knowledge(store: HistoryStore, dataset: str,
               pseudonyms: Sequence[bytes] | None = None) -> Knowledge:
     """What the adversaries know of every record of ``dataset`` (or of ``pseudonyms``,
     in that order) after all its releases."""
-    views = [store.load(info) for info in store.releases(dataset)]
-    return knowledge_views(views, pseudonyms)
+    acc = accumulated(store, dataset)
+    views = [store.load(r.info, labels=True) for r in acc.releases if r.info is not None]
+    return _knowledge(acc, dataset, pseudonyms, views)
 
 
 def knowledge_views(views: Sequence[ReleaseView],
@@ -666,101 +1093,44 @@ def knowledge_views(views: Sequence[ReleaseView],
     published). Quasi-identifier boxes need the views' labels; views loaded without them
     give no ``quasi_identifiers``."""
     views = sorted(views, key=lambda v: v.info.seq)
-    index = Intersections(views)
-    dataset = views[0].info.dataset if views else ""
+    acc = fold(views)
+    return _knowledge(acc, views[0].info.dataset if views else "", pseudonyms, views)
+
+
+def _knowledge(acc: Accumulated, dataset: str, pseudonyms: Sequence[bytes] | None,
+               views: Sequence[ReleaseView]) -> Knowledge:
     if pseudonyms is None:
-        targets = np.arange(index.n_records)
+        ids = np.arange(acc.n_records)
     else:
-        wanted = np.empty(len(pseudonyms), dtype=object)
-        wanted[:] = [bytes(p) for p in pseudonyms]
-        targets = pd.Index(index.pseudonyms).get_indexer(wanted)
-        if (targets < 0).any():
-            missing = int((targets < 0).sum())
-            raise HistoryError(f"{missing} of the {len(targets)} records given are in no "
-                               f"release of {dataset!r} (first: "
-                               f"{wanted[targets < 0][0].hex()}); ask only about recorded "
-                               f"records")
-    return _collect(index, dataset, np.asarray(targets, dtype=np.int64))
-
-
-def _collect(index: Intersections, dataset: str, targets: np.ndarray) -> Knowledge:
-    """Scatter the per-scope measures of :meth:`Intersections.accumulate` into per-record
-    arrays, in the order of ``targets``."""
-    n = len(targets)
-    position = np.zeros(index.n_records, dtype=np.int64)
-    position[targets] = np.arange(n)
-    parts = index.accumulate(targets)
-    part_of, at = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
-    candidates = np.zeros(n, dtype=np.int64)
-    candidates_qi = np.zeros(n, dtype=np.float64)
-    row_values = np.zeros(n, dtype=bool)
-    fields = ("distinct", "distinct_present", "low", "high", "bound", "l_distinct",
-              "l_present", "l_range", "q_distinct", "q_present", "q_range")
-    per_attr = {a: {k: np.full(n, np.nan) for k in fields} for a in index.attributes}
-    for p, m in enumerate(parts):
-        where = position[m.targets]
-        part_of[where], at[where] = p, np.arange(len(where))
-        candidates[where] = m.candidates_linkage
-        candidates_qi[where] = m.candidates_qi
-        row_values[where] = m.row_values
-        for a in index.attributes:
-            found = (m.distinct[a], m.distinct_present[a], m.low[a], m.high[a],
-                     m.value_bound[a], *m.linkage(a), *m.qi(a))
-            for name, values in zip(fields, found, strict=True):
-                per_attr[a][name][where] = values
-    lookup = _Parts(parts, part_of, at, np.asarray(index.pseudonyms, dtype=object))
+        ids = acc.record_ids([bytes(p) for p in pseudonyms]) if len(pseudonyms) else \
+            np.zeros(0, dtype=np.int64)
+        if (ids < 0).any():
+            missing = int((ids < 0).sum())
+            first = bytes(list(pseudonyms)[int(np.flatnonzero(ids < 0)[0])])
+            raise HistoryError(f"{missing} of the {len(ids)} records given are in no "
+                               f"release of {dataset!r} (first: {first.hex()}); ask only "
+                               f"about recorded records")
+    m = _measure(acc, ids)
+    owner, release, klass = acc.memberships(ids)
+    classes = np.full((acc.n_releases, len(ids)), -1, dtype=np.int64)
+    classes[release, owner] = klass
     attributes = {}
-    for a in index.attributes:
-        out = per_attr[a]
+    for a in acc.attributes:
+        ld, ldp, lr = m.linkage(a)
+        qd, qdp, qr = m.qi(a)
         attributes[a] = AttributeKnowledge(
-            a, index.numeric[a], _counts(out["distinct"]), _counts(out["distinct_present"]),
-            out["low"], out["high"], out["bound"], _counts(out["l_distinct"]),
-            _counts(out["l_present"]), out["l_range"], _counts(out["q_distinct"]),
-            _counts(out["q_present"]), out["q_range"], index.value_names[a], lookup)
-    classes = index.cls[:, targets].astype(np.int64)
-    records = np.asarray(index.pseudonyms, dtype=object)[targets]
-    return Knowledge(dataset, [v.info.seq for v in index.views], records, classes,
-                     candidates, candidates_qi, row_values, attributes,
-                     _qi_knowledge(index.views, classes), lookup)
+            a, acc.values[a].numeric, _counts(m.distinct[a]), _counts(m.distinct_present[a]),
+            m.low[a], m.high[a], m.bound[a], _counts(ld), _counts(ldp), lr, _counts(qd),
+            _counts(qdp), qr, acc, ids)
+    records = np.empty(len(ids), dtype=object)
+    records[:] = [acc.pseudonym(int(r)) for r in ids]
+    return Knowledge(dataset, [r.seq for r in acc.releases], records, classes,
+                     m.candidates_linkage, m.candidates_qi, m.row_values, attributes,
+                     _qi_knowledge(views, classes), acc, ids)
 
 
 def _counts(values: np.ndarray) -> np.ndarray:
     return np.nan_to_num(values, nan=0.0).astype(np.int64)
-
-
-def _combine(group: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Dense ids of the distinct (group, rows[0], rows[1], ...) tuples (rows >= -1): rows
-    are folded into one int64 key while it cannot overflow, then renumbered."""
-    n_groups = int(group.max(initial=-1)) + 1
-    key, span = group, max(n_groups, 1)
-    for row in rows:
-        width = int(row.max(initial=0)) + 2
-        if span * width >= 2 ** 62:
-            _, key = np.unique(key, return_inverse=True)
-            key = key.reshape(-1)
-            span = int(key.max(initial=-1)) + 1
-        key, span = key * width + row + 1, span * width
-    _, key = np.unique(key, return_inverse=True)
-    return key.reshape(-1)
-
-
-def _lookup(sp: _Sparse, query: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Positions of the (class, value) keys ``query`` in a release's multisets, and
-    whether each is there."""
-    if not len(sp.key):
-        return np.zeros(len(query), dtype=np.int64), np.zeros(len(query), dtype=bool)
-    pos = np.minimum(np.searchsorted(sp.key, query), len(sp.key) - 1)
-    return pos, sp.key[pos] == query
-
-
-def _expand(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For runs ``[lo[j], hi[j])``: the run of every position, and the positions."""
-    lengths = hi - lo
-    owner = np.repeat(np.arange(len(lo)), lengths)
-    within = np.arange(len(owner)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    return owner, np.repeat(lo, lengths) + within
-
-
 # -- quasi-identifier boxes --------------------------------------------------------------------
 
 

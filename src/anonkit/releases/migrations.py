@@ -11,21 +11,28 @@ key, which a version-1 history never kept, so it cannot be recomputed. A new rel
 may share records with such releases of another dataset is treated as sharing them (see
 :func:`anonkit.releases.publish.check_lineage`).
 
+Version 3 adds two tables: ``anonkit_record_maps`` (per release its pseudonym -> class map
+and its class sizes as blobs, filled from ``anonkit_records`` and ``anonkit_classes`` on
+upgrade) and ``anonkit_knowledge`` (per dataset an encrypted knowledge state; left empty on
+upgrade: it is rebuilt when missing).
+
 Opening a version-1 history upgrades it, in one transaction: columns are added with the
 defaults a version-1 release has (``generalized``, ``one-shot``, not seeded, no group column,
 no counterfeits), the new tables are created, every release gets the requirements its
-recorded verdicts imply (:func:`v1_requirements`), and the version is bumped. Either all of
-it commits or none: a failed upgrade leaves the version-1 history as it was.
+recorded verdicts imply (:func:`v1_requirements`), then the version-3 tables are added and
+filled, and the version is bumped. A version-2 history gets the last two steps. Either all
+of it commits or none: a failed upgrade leaves the old history as it was.
 
 Before that, an SQLite history is copied with SQLite's online backup API to
-``<history>.v1-backup`` (``.v1-backup-2``, ... when that name is taken: an existing backup is
-never overwritten), while the upgrade holds the write lock, so the copy is exactly the
-history that was upgraded. PostgreSQL databases are backed up by their operators' own means.
+``<history>.v1-backup`` (``.v2-backup`` for a version-2 one; ``-2``, ``-3``, ... appended when
+that name is taken: an existing backup is never overwritten), while the upgrade holds the
+write lock, so the copy is exactly the history that was upgraded. PostgreSQL databases are
+backed up by their operators' own means.
 
 Concurrent openers: the upgrade takes the write lock first (SQLite ``BEGIN IMMEDIATE``;
 PostgreSQL ``LOCK TABLE anonkit_schema``) and reads the version again under it, so of two
-processes opening a version-1 history at once one upgrades and the other, once the lock is
-released, finds version 2 and does nothing.
+processes opening an old history at once one upgrades and the other, once the lock is
+released, finds the current version and does nothing.
 """
 
 from __future__ import annotations
@@ -45,8 +52,11 @@ from anonkit.releases.store import (
     SCHEMA_VERSION,
     SQLITE_BUSY_TIMEOUT,
     V2_TABLES,
+    V3_TABLES,
     HistoryLocation,
     classes_table,
+    record_map_from_rows,
+    record_maps_table,
     records_table,
     releases_table,
     schema_table,
@@ -56,7 +66,13 @@ from anonkit.releases.store import (
 #: not committed). Empty in normal use.
 MIGRATION_HOOKS: dict[str, Callable[[], None]] = {}
 
+#: the backup of a version-1 history (a version-n one: ``.vn-backup``)
 BACKUP_SUFFIX = ".v1-backup"
+
+
+def backup_suffix(version: int) -> str:
+    return f".v{int(version)}-backup"
+
 
 # -- version 1, as it was created (the description of what is upgraded) -------------------
 
@@ -189,9 +205,11 @@ def _number(value: object) -> float:
 
 
 def upgrade(engine: Engine, location: HistoryLocation) -> str | None:
-    """Upgrade the version-1 history behind ``engine`` to version 2 (see the module).
-    Returns what was done, for the user, or None when another process upgraded it first."""
+    """Upgrade the version-1 or version-2 history behind ``engine`` to the current version
+    (see the module). Returns what was done, for the user, or None when another process
+    upgraded it first."""
     backup: Path | None = None
+    version: int | None = None
     try:
         with engine.connect() as conn:
             conn.execution_options(anonkit_begin="IMMEDIATE")
@@ -202,27 +220,30 @@ def upgrade(engine: Engine, location: HistoryLocation) -> str | None:
                 version = conn.execute(sa.select(schema_table.c.version)).scalar()
                 if version == SCHEMA_VERSION:
                     return None  # upgraded by another process while we waited for the lock
-                if version != 1:
+                if version not in (1, 2):
                     raise HistoryError(f"the history {location} has format version {version}, "
                                        f"which this anonkit (version {SCHEMA_VERSION}) cannot "
                                        f"migrate; the history was not changed")
                 if location.sqlite_path is not None:
-                    backup = _backup(location.sqlite_path)
-                _to_v2(conn)
+                    backup = _backup(location.sqlite_path, version)
+                if version == 1:
+                    _to_v2(conn)
+                _to_v3(conn)
+                conn.execute(schema_table.update().values(version=SCHEMA_VERSION))
                 hook = MIGRATION_HOOKS.get("upgraded")
                 if hook is not None:
                     hook()
     except BaseException as exc:
         if backup is not None:
-            backup.unlink(missing_ok=True)  # the history is still version 1: nothing to keep
+            backup.unlink(missing_ok=True)  # the history is still the old one: nothing to keep
         if isinstance(exc, sa.exc.DBAPIError):
             raise HistoryError(f"could not upgrade the history {location} to format version "
                                f"{SCHEMA_VERSION} ({exc.orig}); it was not changed") from None
         raise
-    where = (f"; the version-1 history was copied to {backup} first" if backup is not None
-             else "")
-    return (f"upgraded the history {location} from format version 1 to {SCHEMA_VERSION}"
-            f"{where}")
+    where = (f"; the version-{version} history was copied to {backup} first"
+             if backup is not None else "")
+    return (f"upgraded the history {location} from format version {version} to "
+            f"{SCHEMA_VERSION}{where}")
 
 
 def _to_v2(conn: Connection) -> None:
@@ -238,13 +259,23 @@ def _to_v2(conn: Connection) -> None:
         conn.execute(releases_table.update()
                      .where(releases_table.c.id == sa.bindparam("release"))
                      .values(requirements=sa.bindparam("derived")), derived)
-    conn.execute(schema_table.update().values(version=SCHEMA_VERSION))
 
 
-def _backup(database: Path) -> Path:
+def _to_v3(conn: Connection) -> None:
+    """Create the version-3 tables and give every release its record map (one release's
+    records in memory at a time)."""
+    for table in V3_TABLES:
+        table.create(conn)
+    ids = conn.execute(sa.select(releases_table.c.id).order_by(releases_table.c.id)).scalars()
+    for release_id in list(ids):
+        conn.execute(record_maps_table.insert().values(
+            release_id=release_id, **record_map_from_rows(conn, release_id).row()))
+
+
+def _backup(database: Path, version: int) -> Path:
     """Copy the SQLite history to a new file beside it, never over an existing one (the
     caller holds the write lock: the copy is the history it is about to upgrade)."""
-    target = _reserve(database)
+    target = _reserve(database, backup_suffix(version))
     try:
         # a second connection: the backup API cannot read through the one holding the
         # write lock, while another reader may (SQLite's RESERVED lock admits readers)
@@ -266,12 +297,12 @@ def _backup(database: Path) -> Path:
     return target
 
 
-def _reserve(database: Path) -> Path:
-    """Create an empty file named ``<history>.v1-backup`` (or ``-2``, ``-3``, ...) with the
+def _reserve(database: Path, suffix: str = BACKUP_SUFFIX) -> Path:
+    """Create an empty file named ``<history><suffix>`` (or ``-2``, ``-3``, ...) with the
     history's permissions: created exclusively, so no backup is ever overwritten."""
     mode = database.stat().st_mode & 0o777
     for n in range(1, 1000):
-        name = database.name + BACKUP_SUFFIX + ("" if n == 1 else f"-{n}")
+        name = database.name + suffix + ("" if n == 1 else f"-{n}")
         target = database.with_name(name)
         try:
             fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
@@ -280,4 +311,4 @@ def _reserve(database: Path) -> Path:
         os.close(fd)
         return target
     raise HistoryError(f"could not upgrade the history {database}: 999 backups of it already "
-                       f"exist beside it ({database.name}{BACKUP_SUFFIX}...); move them away")
+                       f"exist beside it ({database.name}{suffix}...); move them away")

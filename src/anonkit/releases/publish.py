@@ -57,7 +57,9 @@ import pandas as pd
 from anonkit.errors import HistoryError, InputError
 from anonkit.hierarchy.base import Hierarchy
 from anonkit.release import Release, auxiliary_path, require_input_rows
-from anonkit.releases.attacks import CrossReleaseBreachError
+from anonkit.releases.attacks import AuditReport, CrossReleaseBreachError, judge
+from anonkit.releases.knowledge import Accumulated, accumulated
+from anonkit.releases.knowledge import to_bytes as knowledge_to_bytes
 from anonkit.releases.secret import (
     PSEUDONYM_BYTES,
     canonical_keys,
@@ -181,10 +183,12 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
     """Anonymize ``df`` with ``request.method`` and publish it to ``output`` as the next
     release of ``request.dataset``, atomically with its history row (see the module).
 
-    Fail closed: the new release is first audited against every earlier one
-    (:func:`anonkit.releases.attacks.audit`, focused on it); if an intersection involving
-    it breaches any record, :class:`CrossReleaseBreachError` (exit code 3) is raised and
-    nothing is written. On a clean history that means "this release would create a
+    Fail closed: the new release is first added to the adversaries' knowledge the history
+    keeps (:mod:`anonkit.releases.knowledge`: no earlier release is read) and its records
+    are judged over all their releases (:func:`anonkit.releases.attacks.judge`, what
+    ``audit`` does, focused on it); if any is breached, :class:`CrossReleaseBreachError`
+    (exit code 3) is raised and nothing is written. The knowledge with the new release is
+    recorded with it. On a clean history that means "this release would create a
     breach"; on a history that is already breached, intersections the new release joins
     count too, so it refuses releases of the exposed records even when they add nothing.
     A one-shot method (``mondrian``) re-run on a changing table is refused almost always:
@@ -202,7 +206,8 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
 
     ``timings``, when given, receives the seconds spent per phase: ``validate``,
     ``pseudonyms``, ``method``, ``summarize``, ``lineage`` (the check of records shared with
-    other datasets), ``audit``, ``write`` (the file), ``hash`` (of the file),
+    other datasets), ``knowledge`` (reading the kept knowledge, adding the release, the
+    gate, and packing the knowledge to keep), ``write`` (the file), ``hash`` (of the file),
     ``record`` (the history transaction), ``rename``. ``metrics``, when given, receives
     the release's utility and risk figures (the history keeps verdicts, not these).
     """
@@ -250,9 +255,14 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
     release.lineage_mark = store.last_release_id()
     release.lineage = check_lineage(store, release, new_lineage)
     clock.lap("lineage")
+    # what the adversaries know with this release: the gate judges it, the history keeps it
+    known = (accumulated(store, request.dataset) if previous is not None
+             else Accumulated(schema.sensitive))
+    known.add(release.view())
     if not allow_breach and previous is not None:
-        _refuse_breach(store, release)
-        clock.lap("audit")
+        _refuse_breach(judge(known, focus=seq), release)
+    release.knowledge_state = knowledge_to_bytes(known)
+    clock.lap("knowledge")
 
     refuse_history_output(output, store)  # again: releases may have been recorded meanwhile
     _remove_orphans(output, store)
@@ -427,11 +437,7 @@ def _ranges_text(numbers: Sequence[int]) -> str:
     return f"{numbers[0]}..{numbers[-1]}" if len(numbers) > 2 else ", ".join(map(str, numbers))
 
 
-def _refuse_breach(store: HistoryStore, release: PreparedRelease) -> None:
-    from anonkit.releases.attacks import CrossReleaseBreachError, audit_views
-
-    earlier = [store.load(info, labels=False) for info in store.releases(release.dataset)]
-    report = audit_views([*earlier, release.view()], focus=release.seq)
+def _refuse_breach(report: AuditReport, release: PreparedRelease) -> None:
     if not report.breached:
         return
     scopes = [*report.pairs, *([report.overall] if report.overall else [])]

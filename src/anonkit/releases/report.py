@@ -27,7 +27,8 @@ code { font-size: .85em; } img { max-width: 100%; }
 
 
 def render_html(report: AuditReport) -> str:
-    """The audit report: verdict, plots of breaches per release pair, and the findings."""
+    """The audit report: verdict, plots of breaches per release (and per release pair when
+    the pairs were audited), and the findings."""
     e = html.escape
     verdict = (f'<p class="verdict bad">{report.records_breached} records breached across '
                f'releases</p>' if report.breached else
@@ -45,11 +46,18 @@ def render_html(report: AuditReport) -> str:
     parts.append(f"<li>{PINNED}: more than one candidate sensitive value (always)</li>")
     parts += [f"<li>{e(model)}: {EXACT_ONLY}</li>" for model in report.exact_only]
     parts.append("</ul>")
+    if report.overall is not None:
+        parts.append("<h2>Breaches per release</h2>")
+        parts.append("<p>Each record is judged over every release that contains it; a "
+                     "release's bar counts its records in two or more releases, and those "
+                     "of them breached.</p>")
+        parts.append(_img(_release_plot(report.overall)))
     if report.pairs:
         parts.append("<h2>Breaches per release pair</h2>")
         parts.append(_img(_pairs_plot(report)))
         if len(report.releases) > 2:
             parts.append(_img(_matrix_plot(report)))
+    if report.overall is not None:
         parts.append(_scope_table(report))
     else:
         parts.append("<p>Fewer than two releases: there is nothing to intersect yet.</p>")
@@ -77,7 +85,7 @@ def _scope_name(scope: ScopeResult) -> str:
 
 
 def _scope_table(report: AuditReport) -> str:
-    rows = ["<table><tr><th class='l'>releases</th><th>records in both</th>"
+    rows = ["<table><tr><th class='l'>releases</th><th>records compared</th>"
             "<th>breached (qi)</th><th>breached (linkage)</th><th>breached (any)</th>"
             "<th>share</th></tr>"]
     scopes = [*report.pairs, *([report.overall] if report.overall else [])]
@@ -138,6 +146,28 @@ def _case_text(case: dict[str, object]) -> str:
         elif key.startswith("range"):
             parts.append(f"{key[len('range'):].strip('[]') or 'values'} range left: {value}")
     return "; ".join(parts)
+
+
+def _release_plot(overall: ScopeResult) -> bytes:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    seqs = list(overall.by_release)
+    x = np.arange(len(seqs))
+    compared = np.array([overall.by_release[s][0] for s in seqs])
+    breached = np.array([overall.by_release[s][1] for s in seqs])
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.45 * len(seqs) + 3), 3.6), dpi=100)
+    ax.bar(x, compared, width=0.8, color="#e5e5e5", label="records in two or more releases")
+    ax.bar(x, breached, width=0.5, color="#b3261e", label="breached")
+    ax.set_xticks(x, [str(s) for s in seqs], rotation=45 if len(seqs) > 20 else 0)
+    ax.set_xlabel("release")
+    ax.set_ylabel("records")
+    ax.set_title("Records breached over all their releases, by release")
+    ax.set_ylim(0, max(int(compared.max(initial=0)), 1) * 1.3)  # room for the legend
+    ax.legend(fontsize=8, frameon=False, ncol=2, loc="upper center")
+    return _png(fig)
 
 
 def _pairs_plot(report: AuditReport) -> bytes:
