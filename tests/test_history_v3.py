@@ -55,7 +55,7 @@ NUL_KEYS = [b"\x00" * 16, b"tail-nul" + b"\x00" * 8, b"x" * 15 + b"\x00", b"\xff
 
 
 def release(seq: int, keys: list[bytes], classes: list[int], labels: list[str], *,
-            dataset: str = "d", state: bytes | None = None,
+            dataset: str = "d", state: tuple[bytes, bytes] | None = None,
             diseases: list[str] | None = None, fakes: list[int] | None = None
             ) -> PreparedRelease:
     """A release built by hand: record ``keys[i]`` in class ``classes[i]``; class ``c``
@@ -191,53 +191,60 @@ def test_record_values_encryption_is_unchanged(tmp_path: Path) -> None:
 
 
 def test_the_knowledge_state_follows_the_releases(history: HistoryTarget) -> None:
-    state = bytes(range(256)) * 3 + b"\x00\x00"
+    state = (b"public part", bytes(range(256)) * 3 + b"\x00\x00")
     keys = [b"a" * 16, b"b" * 16]
     with open_store(history, create=True) as store:
         assert store.knowledge_state("d") is None
         store.commit_release(release(1, keys, [0, 0], ["x"], state=state))
         assert store.knowledge_state("d") == (1, state)
         # another dataset's release leaves it alone
-        store.commit_release(release(1, keys, [0, 0], ["x"], dataset="e", state=b"other"))
+        store.commit_release(release(1, keys, [0, 0], ["x"], dataset="e",
+                                     state=(b"", b"other")))
         assert store.knowledge_state("d") == (1, state)
-        assert store.knowledge_state("e") == (1, b"other")
+        assert store.knowledge_state("e") == (1, (b"", b"other"))
         # a release that brings none drops the state it did not update
         store.commit_release(release(2, keys, [0, 0], ["x"]))
         assert store.knowledge_state("d") is None
-        store.commit_release(release(3, keys, [0, 0], ["x"], state=b""))
-        assert store.knowledge_state("d") == (3, b"")
-        store.commit_release(release(4, keys, [0, 0], ["x"], state=b"four"))
+        store.commit_release(release(3, keys, [0, 0], ["x"], state=(b"", b"")))
+        assert store.knowledge_state("d") == (3, (b"", b""))
+        store.commit_release(release(4, keys, [0, 0], ["x"],
+                                     state=(b"public four", b"secret four")))
         with store.engine.connect() as conn:
             rows = conn.execute(sa.select(knowledge_table.c.dataset,
                                           knowledge_table.c.through_seq,
                                           knowledge_table.c.state)).all()
     assert sorted((r[0], r[1]) for r in rows) == [("d", 4), ("e", 1)]
-    assert all(bytes(r[2]) not in (b"four", b"other") for r in rows)  # encrypted
+    stored = {r[0]: bytes(r[2]) for r in rows}
+    # the private part is encrypted, the public one only authenticated
+    assert b"secret four" not in stored["d"] and b"public four" in stored["d"]
+    assert b"other" not in stored["e"]
     with open_store(history, read_only=True) as store:
-        assert store.knowledge_state("d") == (4, b"four")
+        assert store.knowledge_state("d") == (4, (b"public four", b"secret four"))
         assert store.knowledge_state("nope") is None
 
 
 def test_a_failed_commit_keeps_the_old_knowledge_state(tmp_path: Path) -> None:
     with HistoryStore.open(tmp_path / "h.db", create=True) as store:
         keys = [b"a" * 16, b"b" * 16]
-        store.commit_release(release(1, keys, [0, 0], ["x"], state=b"one"))
+        store.commit_release(release(1, keys, [0, 0], ["x"], state=(b"1", b"one")))
 
         def fail() -> None:
             raise RuntimeError("power cut")
 
         with pytest.raises(RuntimeError, match="power cut"):
-            store.commit_release(release(2, keys, [0, 0], ["x"], state=b"two"),
+            store.commit_release(release(2, keys, [0, 0], ["x"], state=(b"2", b"two")),
                                  before_commit=fail)
-        assert store.knowledge_state("d") == (1, b"one")
+        assert store.knowledge_state("d") == (1, (b"1", b"one"))
 
 
 @pytest.mark.parametrize("damage", ["state", "tag", "nonce", "through_seq", "dataset"])
 def test_a_damaged_knowledge_state_is_refused(tmp_path: Path, damage: str) -> None:
     with HistoryStore.open(tmp_path / "h.db", create=True) as store:
         keys = [b"a" * 16, b"b" * 16]
-        store.commit_release(release(1, keys, [0, 0], ["x"], state=b"the state " * 10))
-        store.commit_release(release(1, keys, [0, 0], ["x"], dataset="e", state=b"e's"))
+        store.commit_release(release(1, keys, [0, 0], ["x"],
+                                     state=(b"public " * 10, b"the state " * 10)))
+        store.commit_release(release(1, keys, [0, 0], ["x"], dataset="e",
+                                     state=(b"e", b"e's")))
         with store.engine.begin() as conn:
             row = conn.execute(sa.select(knowledge_table)
                                .where(knowledge_table.c.dataset == "d")).one()
@@ -295,7 +302,7 @@ def two_datasets(store: HistoryStore) -> Loaded:
         chosen = [keys[i] for i in sorted(rng.choice(len(keys), 30, replace=False))]
         classes = rng.integers(0, 4, len(chosen)).tolist()
         store.commit_release(release(seq, chosen, classes, ["[1,5]", "[2,3]", "{a,b}", "9"],
-                                     state=b"s%d" % seq, fakes=[seq, 0, 1, 0]))
+                                     state=(b"", b"s%d" % seq), fakes=[seq, 0, 1, 0]))
     store.commit_release(release(1, keys[:5], [0, 1, 0, 1, 1], ["x", "y"], dataset="e"))
     store.commit_release(release(2, [], [], [], dataset="e"))
     out = {}
@@ -337,8 +344,8 @@ def test_a_v2_history_is_upgraded_with_a_backup(tmp_path: Path) -> None:
             HistoryStore.open(path) as store:
         assert_upgraded(store, loaded)
         # and it takes new releases, with their state
-        store.commit_release(release(4, [b"z" * 16], [0], ["x"], state=b"four"))
-        assert store.knowledge_state("d") == (4, b"four")
+        store.commit_release(release(4, [b"z" * 16], [0], ["x"], state=(b"", b"four")))
+        assert store.knowledge_state("d") == (4, (b"", b"four"))
     assert sqlite_version(path) == SCHEMA_VERSION == 3
     backup = path.with_name("h.db.v2-backup")
     assert sqlite_version(backup) == 2
@@ -405,8 +412,8 @@ def test_a_v2_postgres_history_is_upgraded(postgres_server: TemporaryPostgres,
     with pytest.warns(HistoryUpgradedWarning, match="from format version 2 to 3") as caught, \
             HistoryStore.open(url, secret_file=secret) as store:
         assert_upgraded(store, loaded)
-        store.commit_release(release(4, [b"z" * 16], [0], ["x"], state=b"four"))
-        assert store.knowledge_state("d") == (4, b"four")
+        store.commit_release(release(4, [b"z" * 16], [0], ["x"], state=(b"", b"four")))
+        assert store.knowledge_state("d") == (4, (b"", b"four"))
     assert "copied" not in str(caught[0].message)
 
 

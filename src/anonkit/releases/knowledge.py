@@ -97,13 +97,6 @@ class _Multisets:
         """Where each class's entries start (n_classes + 1 offsets)."""
         return np.searchsorted(self.key >> _VALUE_BITS, np.arange(n_classes + 1))
 
-    def find(self, key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Positions of ``key`` and whether each is there."""
-        if not len(self.key):
-            return np.zeros(len(key), dtype=np.int64), np.zeros(len(key), dtype=bool)
-        pos = np.minimum(np.searchsorted(self.key, key), len(self.key) - 1)
-        return pos, self.key[pos] == key
-
 
 @dataclass
 class _Release:
@@ -469,11 +462,10 @@ class Accumulated:
         cv = view.values[attr]
         key = _key(cv.class_index, gid)
         order = np.argsort(key, kind="stable")
-        count = cv.count[order].astype(np.float64)
-        slack = (release.sizes - release.records)[cv.class_index[order]]
-        need = count - np.minimum(slack, count)
+        key, count = key[order], cv.count[order].astype(np.float64)
         zero = np.zeros(len(key))
-        return _Multisets(key[order], count, need, zero, zero.copy())
+        return _Multisets(key, count, _need(key, count, release.sizes, release.records),
+                          zero, zero.copy())
 
     def _split_entries(self, attr: str, j: int, release: _Release, parent: np.ndarray,
                        child_class: np.ndarray, child_size: np.ndarray,
@@ -769,14 +761,22 @@ def _summarize(acc: Accumulated, attr: str, group: np.ndarray, value: np.ndarray
 # -- keeping it in the history ---------------------------------------------------------------
 
 
-def to_bytes(acc: Accumulated) -> bytes:
-    """The knowledge as one blob (numpy arrays, no pickles): the history keeps it."""
+#: the arrays of the knowledge that hold records' sensitive values: the history encrypts
+#: them (the rest -- who was in which class, the multisets, the bounds derived from them --
+#: is what the records and the releases show already; it is authenticated, not encrypted)
+PRIVATE = ("mem_value", "cell_value")
+
+
+def to_bytes(acc: Accumulated) -> tuple[bytes, bytes]:
+    """The knowledge as two blobs (numpy arrays, no pickles), ``(public, private)``: the
+    history keeps them (see :data:`PRIVATE`)."""
     arrays: dict[str, np.ndarray] = {
         "keys": acc.keys, "n_in": acc.n_in, "min_real": acc.min_real,
         "row_values": acc.row_values, "unknown_rows": acc.unknown_rows,
         "mem_release": acc.mem_release, "mem_record": acc.mem_record,
         "mem_class": acc.mem_class, "cell_owner": acc.cell_owner,
         "cell_member": acc.cell_member, "atom": acc.atom, "atom_size": acc.atom_size}
+    private: dict[str, np.ndarray] = {}
     meta: dict[str, object] = {
         "format": _STATE_FORMAT, "attributes": acc.attributes,
         "releases": [{"seq": r.seq, "row_values": r.row_values,
@@ -785,8 +785,8 @@ def to_bytes(acc: Accumulated) -> bytes:
                    for a, v in acc.values.items()}}
     for i, attr in enumerate(acc.attributes):
         arrays[f"homogeneous.{i}"] = acc.homogeneous[attr]
-        arrays[f"mem_value.{i}"] = acc.mem_value[attr]
-        arrays[f"cell_value.{i}"] = acc.cell_value[attr]
+        private[f"mem_value.{i}"] = acc.mem_value[attr]
+        private[f"cell_value.{i}"] = acc.cell_value[attr]
         e = acc.entries[attr]
         for name in ("atom", "value", "low", "high", "smallest"):
             arrays[f"entries.{i}.{name}"] = getattr(e, name)
@@ -795,11 +795,15 @@ def to_bytes(acc: Accumulated) -> bytes:
             arrays[f"release.{j}.{name}"] = getattr(r, name)
         for i, attr in enumerate(acc.attributes):
             ms = r.multisets[attr]
-            for name in ("key", "count", "need", "sum_lo", "sum_hi"):
+            for name in ("key", "count", "sum_lo", "sum_hi"):  # need: from the sizes
                 arrays[f"release.{j}.{i}.{name}"] = getattr(ms, name)
+    return _pack(arrays, meta), _pack(private, {})
+
+
+def _pack(arrays: dict[str, np.ndarray], meta: dict[str, object]) -> bytes:
+    """One header (names, dtypes, lengths) and the arrays' bytes end to end, compressed."""
     import pyarrow as pa
 
-    # one header (names, dtypes, lengths) and the arrays' bytes end to end, compressed
     arrays = {name: np.ascontiguousarray(_compact(a)) for name, a in arrays.items()}
     layout = {name: [a.dtype.str, len(a)] for name, a in arrays.items()}
     header = json.dumps({"meta": meta, "arrays": layout}).encode("utf-8")
@@ -807,6 +811,24 @@ def to_bytes(acc: Accumulated) -> bytes:
                     *(a.tobytes() for a in arrays.values())])
     return _STATE_MAGIC + len(raw).to_bytes(8, "little") + pa.compress(raw, codec="zstd",
                                                                           asbytes=True)
+
+
+def _unpack(blob: bytes) -> tuple[dict[str, np.ndarray], dict[str, object]]:
+    import pyarrow as pa
+
+    if blob[:len(_STATE_MAGIC)] != _STATE_MAGIC:
+        raise ValueError("not an anonkit knowledge blob")
+    size = int.from_bytes(blob[len(_STATE_MAGIC):len(_STATE_MAGIC) + 8], "little")
+    raw = pa.decompress(blob[len(_STATE_MAGIC) + 8:], decompressed_size=size, codec="zstd",
+                        asbytes=True)
+    n_header = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8:8 + n_header].decode("utf-8"))
+    data, at = {}, 8 + n_header
+    for name, (dtype, length) in header["arrays"].items():
+        a = np.frombuffer(raw, dtype=np.dtype(dtype), count=int(length), offset=at)
+        at += a.nbytes
+        data[name] = _widen(a) if a.dtype.kind in "iuf" else a.copy()
+    return data, header["meta"]
 
 
 def _compact(a: np.ndarray) -> np.ndarray:
@@ -829,49 +851,50 @@ def _widen(a: np.ndarray) -> np.ndarray:
     return a
 
 
-def from_bytes(blob: bytes) -> Accumulated:
+def from_bytes(public: bytes, private: bytes) -> Accumulated:
+    """The knowledge :func:`to_bytes` packed."""
     try:
-        import pyarrow as pa
-
-        if blob[:len(_STATE_MAGIC)] != _STATE_MAGIC:
-            raise ValueError("not an anonkit knowledge blob")
-        size = int.from_bytes(blob[len(_STATE_MAGIC):len(_STATE_MAGIC) + 8], "little")
-        raw = pa.decompress(blob[len(_STATE_MAGIC) + 8:], decompressed_size=size,
-                            codec="zstd", asbytes=True)
-        n_header = int.from_bytes(raw[:8], "little")
-        header = json.loads(raw[8:8 + n_header].decode("utf-8"))
-        meta = header["meta"]
-        data, at = {}, 8 + n_header
-        for name, (dtype, length) in header["arrays"].items():
-            a = np.frombuffer(raw, dtype=np.dtype(dtype), count=int(length), offset=at)
-            at += a.nbytes
-            data[name] = _widen(a) if a.dtype.kind in "iuf" else a.copy()
+        data, meta = _unpack(public)
+        data.update(_unpack(private)[0])
         if meta.get("format") != _STATE_FORMAT:
             raise ValueError(f"format {meta.get('format')}")
-        acc = Accumulated(meta["attributes"])
+        acc = Accumulated(meta["attributes"])  # type: ignore[arg-type]
         for name in ("keys", "n_in", "min_real", "row_values", "unknown_rows", "mem_release",
                      "mem_record", "mem_class", "cell_owner", "cell_member", "atom",
                      "atom_size"):
             setattr(acc, name, data[name])
         acc.values = {a: _Values(bool(v["numeric"]), list(v["names"]))
-                      for a, v in meta["values"].items()}
+                      for a, v in meta["values"].items()}  # type: ignore[attr-defined]
         for i, attr in enumerate(acc.attributes):
             acc.homogeneous[attr] = data[f"homogeneous.{i}"]
             acc.mem_value[attr] = data[f"mem_value.{i}"]
             acc.cell_value[attr] = data[f"cell_value.{i}"]
             acc.entries[attr] = _Entries(*(data[f"entries.{i}.{name}"] for name in (
                 "atom", "value", "low", "high", "smallest")))
-        for j, r in enumerate(meta["releases"]):
-            multisets = {attr: _Multisets(*(data[f"release.{j}.{i}.{name}"] for name in (
-                "key", "count", "need", "sum_lo", "sum_hi")))
-                for i, attr in enumerate(acc.attributes)}
-            acc.releases.append(_Release(int(r["seq"]), *(data[f"release.{j}.{name}"] for name in (
-                "sizes", "counterfeits", "records")), bool(r["row_values"]),
-                bool(r["values_known"]), multisets))
+        for j, r in enumerate(meta["releases"]):  # type: ignore[arg-type]
+            sizes, fakes, records = (data[f"release.{j}.{name}"] for name in (
+                "sizes", "counterfeits", "records"))
+            multisets = {}
+            for i, attr in enumerate(acc.attributes):
+                key, count, sum_lo, sum_hi = (data[f"release.{j}.{i}.{name}"] for name in (
+                    "key", "count", "sum_lo", "sum_hi"))
+                multisets[attr] = _Multisets(key, count, _need(key, count, sizes, records),
+                                             sum_lo, sum_hi)
+            acc.releases.append(_Release(int(r["seq"]), sizes, fakes, records,
+                                         bool(r["row_values"]), bool(r["values_known"]),
+                                         multisets))
     except (KeyError, ValueError, TypeError, OSError, ArithmeticError) as exc:
         raise HistoryError(f"the accumulated knowledge kept in the history cannot be read "
                            f"({exc})") from None
     return acc
+
+
+def _need(key: np.ndarray, count: np.ndarray, sizes: np.ndarray, records: np.ndarray
+          ) -> np.ndarray:
+    """Of each multiset entry's rows, how many at least are records: the class's rows that
+    are no record (counterfeits) may all carry its value."""
+    slack = (sizes - records)[key >> _VALUE_BITS]
+    return count - np.minimum(slack, count)
 
 
 class KnowledgeRebuiltWarning(UserWarning):
@@ -899,7 +922,7 @@ def accumulated(store: HistoryStore, dataset: str, *, through: int | None = None
     try:
         kept = store.knowledge_state(dataset)
         if kept is not None and infos and kept[0] == infos[-1].seq:
-            acc = from_bytes(kept[1])
+            acc = from_bytes(*kept[1])
             if [r.seq for r in acc.releases] != [i.seq for i in infos]:
                 raise HistoryError(f"the knowledge kept for {dataset!r} does not hold its "
                                    f"releases {[i.seq for i in infos]}")

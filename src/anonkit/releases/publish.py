@@ -74,7 +74,7 @@ from anonkit.releases.store import (
     ReleaseInfo,
     ReleaseView,
     fsync_directory,
-    record_entries,
+    multisets_and_entries,
     sha256_file,
     summarize_classes,
 )
@@ -319,12 +319,15 @@ def prepare_release(result: Release, request: PublishRequest, seq: int,
     counterfeit or synthetic row has no record. ``persons``: every input row's
     history-wide pseudonym (kept with its record)."""
     schema = result.schema
-    class_rows, class_values = summarize_classes(result.data, result.class_ids,
-                                                 result.classes, schema.quasi_identifiers,
-                                                 schema.sensitive)
+    class_rows, _ = summarize_classes(result.data, result.class_ids, result.classes,
+                                      schema.quasi_identifiers, [])
+    # every class's multiset, and every row's entry in it (one sort per attribute)
+    values_and_entries = [multisets_and_entries(attr, result.data[attr], result.class_ids)
+                          for attr in schema.sensitive]
+    class_values = [cv for cv, _ in values_and_entries]
     positions, rows = result.input_rows()
     all_keys = np.array(pseudonyms, dtype=f"S{PSEUDONYM_BYTES}")
-    order = np.argsort(all_keys[rows], kind="stable")
+    order = _byte_order(all_keys[rows])
     every_key = np.empty(len(pseudonyms), dtype=object)
     every_key[:] = pseudonyms
     keys = every_key[rows[order]]
@@ -338,8 +341,9 @@ def prepare_release(result: Release, request: PublishRequest, seq: int,
                     for r in m.cross_release_requirements()]
     counterfeits = result.counterfeits_per_class()
     # every record's released value, as its entry in the multisets (kept encrypted)
-    record_values = {attr: record_entries(attr, result.data[attr], result.class_ids)
-                     [positions][order] for attr in schema.sensitive}
+    record_values = {attr: entries[positions][order]
+                     for attr, (_, entries) in zip(schema.sensitive, values_and_entries,
+                                                   strict=True)}
     return PreparedRelease(
         dataset=request.dataset, seq=seq, method=result.method,
         parameters=dict(result.parameters), key_column=request.key,
@@ -354,6 +358,20 @@ def prepare_release(result: Release, request: PublishRequest, seq: int,
         counterfeits=counterfeits.tolist() if counterfeits.any() else None,
         method_state=result.method_state, auxiliary=dict(result.auxiliary),
         record_values=record_values, record_persons=record_persons)
+
+
+def _byte_order(keys: np.ndarray) -> np.ndarray:
+    """The stable order of 16-byte pseudonyms by their bytes: by their first 8 bytes as a
+    big-endian integer (one integer sort, twice as fast as sorting the strings), then, for
+    the rare equal prefixes, by all 16."""
+    if not len(keys):
+        return np.zeros(0, dtype=np.int64)
+    words = np.ascontiguousarray(keys, dtype="S16").view(">u8").reshape(-1, 2)
+    order = np.argsort(words[:, 0], kind="stable")
+    first = words[order, 0]
+    if (first[1:] == first[:-1]).any():
+        order = np.lexsort((words[:, 1], words[:, 0]))
+    return order
 
 
 class LineageError(CrossReleaseBreachError):

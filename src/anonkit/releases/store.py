@@ -251,7 +251,7 @@ def decrypt_record_values(secret: Secret, dataset: str, seq: int, attribute: str
 def record_entries(attr: str, column: pd.Series, class_ids: np.ndarray) -> np.ndarray:
     """Per row of ``column``, the index of its (class, value) entry in
     ``multisets(attr, column, class_ids)``."""
-    return _multisets(attr, column, class_ids)[1]
+    return multisets_and_entries(attr, column, class_ids)[1]
 
 
 #: the tables a version-2 history adds to a version-1 one
@@ -279,12 +279,14 @@ record_maps_table = sa.Table(
     sqlite_with_rowid=False,
 )
 
-#: Per dataset, one opaque blob: the adversary's accumulated knowledge after release
-#: ``through_seq`` (built by :mod:`anonkit.releases.knowledge`, so an audit need not replay
-#: every release). It describes records by their pseudonyms, so it is encrypted like
+#: Per dataset, the adversary's accumulated knowledge after release ``through_seq`` (built
+#: by :mod:`anonkit.releases.knowledge`, so neither the gate nor the audit replays the
+#: releases), as two opaque parts. The public part holds what the records and the releases
+#: show already (who was in which class, the multisets, what follows from them); the
+#: private part holds records' sensitive values, so it is encrypted like
 #: ``record_values_table`` (a keystream of HMAC(secret, domain, [dataset, through_seq],
-#: nonce)), and authenticated: ``tag`` is HMAC(secret, tag domain, context, nonce,
-#: ciphertext), so a damaged or transplanted state is refused instead of audited.
+#: nonce)). Both are authenticated: ``tag`` is HMAC(secret, tag domain, context, nonce,
+#: stored bytes), so a damaged or transplanted state is refused instead of audited.
 knowledge_table = sa.Table(
     "anonkit_knowledge", metadata,
     sa.Column("dataset", sa.String(200), primary_key=True),
@@ -313,33 +315,38 @@ def _knowledge_tag(secret: Secret, context: bytes, nonce: bytes, cipher: bytes) 
                        "sha256")
 
 
-def encrypt_knowledge(secret: Secret, dataset: str, through_seq: int, state: bytes
-                      ) -> tuple[bytes, bytes, bytes]:
-    """``(nonce, tag, ciphertext)`` of a dataset's knowledge state (see
-    ``knowledge_table``)."""
+def encrypt_knowledge(secret: Secret, dataset: str, through_seq: int,
+                      state: tuple[bytes, bytes]) -> tuple[bytes, bytes, bytes]:
+    """``(nonce, tag, stored)`` of a dataset's knowledge state ``(public, private)`` (see
+    ``knowledge_table``): ``stored`` is the public part's length (8 bytes, little-endian),
+    the public part, and the private part encrypted; the tag covers all of it."""
+    public, private = bytes(state[0]), bytes(state[1])
     context = _knowledge_context(dataset, through_seq)
     nonce = os.urandom(16)
-    plain = np.frombuffer(bytes(state), dtype=np.uint8)
+    plain = np.frombuffer(private, dtype=np.uint8)
     mask = np.frombuffer(_keystream_bytes(secret, _KNOWLEDGE_DOMAIN, context, nonce,
                                           len(plain)), dtype=np.uint8)
-    cipher = (plain ^ mask).tobytes()
-    return nonce, _knowledge_tag(secret, context, nonce, cipher), cipher
+    stored = len(public).to_bytes(8, "little") + public + (plain ^ mask).tobytes()
+    return nonce, _knowledge_tag(secret, context, nonce, stored), stored
 
 
 def decrypt_knowledge(secret: Secret, dataset: str, through_seq: int, nonce: bytes,
-                      tag: bytes, cipher: bytes) -> bytes:
-    """The knowledge state; :class:`HistoryError` when its tag does not match."""
+                      tag: bytes, stored: bytes) -> tuple[bytes, bytes]:
+    """The knowledge state ``(public, private)``; :class:`HistoryError` when its tag does
+    not match."""
     import hmac
 
     context = _knowledge_context(dataset, through_seq)
-    if not hmac.compare_digest(_knowledge_tag(secret, context, nonce, cipher), tag):
+    n_public = int.from_bytes(stored[:8], "little")
+    if not hmac.compare_digest(_knowledge_tag(secret, context, nonce, stored), tag) or \
+            len(stored) < 8 + n_public:
         raise HistoryError(f"the knowledge state of dataset {dataset!r} is damaged (its "
                            f"integrity tag does not match); it is not used. Publishing the "
                            f"next release rebuilds it")
-    data = np.frombuffer(cipher, dtype=np.uint8)
+    data = np.frombuffer(stored, dtype=np.uint8, offset=8 + n_public)
     mask = np.frombuffer(_keystream_bytes(secret, _KNOWLEDGE_DOMAIN, context, nonce,
                                           len(data)), dtype=np.uint8)
-    return (data ^ mask).tobytes()
+    return stored[8:8 + n_public], (data ^ mask).tobytes()
 
 
 @dataclass(frozen=True)
@@ -487,7 +494,7 @@ class PreparedRelease:
     lineage_mark: int | None = None
     #: the dataset's accumulated adversary knowledge through this release (opaque; see
     #: ``knowledge_table``); None: none, and any older state of the dataset is dropped
-    knowledge_state: bytes | None = None
+    knowledge_state: tuple[bytes, bytes] | None = None
 
     @property
     def n_classes(self) -> int:
@@ -973,9 +980,9 @@ class HistoryStore:
                 method_state_table.c.release_id == release.id)).scalar()
         return None if blob is None else bytes(blob)
 
-    def knowledge_state(self, dataset: str) -> tuple[int, bytes] | None:
-        """``(through_seq, state)``: the dataset's accumulated adversary knowledge after its
-        release ``through_seq`` (see ``knowledge_table``), or None when it has none.
+    def knowledge_state(self, dataset: str) -> tuple[int, tuple[bytes, bytes]] | None:
+        """``(through_seq, (public, private))``: the dataset's accumulated adversary
+        knowledge after its release ``through_seq`` (see ``knowledge_table``), or None.
         :class:`HistoryError` when the stored state is damaged."""
         with self.engine.connect() as conn:
             row = conn.execute(sa.select(knowledge_table.c.through_seq, knowledge_table.c.nonce,
@@ -1758,11 +1765,12 @@ def multisets(attr: str, column: pd.Series, class_ids: np.ndarray) -> ClassValue
     """Every class's multiset of ``column``'s values: one sort of (class, value) codes.
     A numeric column keeps its numbers (5 and 5.0 are one value in every release); any
     other column is compared as text."""
-    return _multisets(attr, column, class_ids)[0]
+    return multisets_and_entries(attr, column, class_ids)[0]
 
 
-def _multisets(attr: str, column: pd.Series, class_ids: np.ndarray
-               ) -> tuple[ClassValues, np.ndarray]:
+def multisets_and_entries(attr: str, column: pd.Series, class_ids: np.ndarray
+                          ) -> tuple[ClassValues, np.ndarray]:
+    """:func:`multisets`, and per row its entry's index in them."""
     class_ids = np.asarray(class_ids, dtype=np.int64)
     numeric = (pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column))
     if numeric:
