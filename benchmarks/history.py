@@ -164,7 +164,7 @@ def series(store: HistoryStore, dataset: str, n_rows: int, counts: list[int], wo
         report = audit(store, dataset)
         audit_time = time.perf_counter() - t1
         state = store.knowledge_state(dataset)
-        size = len(state[1]) / 2**20 if state else 0.0
+        size = sum(map(len, state[1])) / 2**20 if state else 0.0
         gate_target, audit_target = SERIES_TARGETS.get(n, (None, None))
         out.append((f"gate of release {n} of {n_rows:,} rows ({backend})", gate_time,
                     f"reading the kept knowledge {read:.2f} ({size:.0f} MiB, "

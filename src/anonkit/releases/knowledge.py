@@ -485,6 +485,13 @@ class Accumulated:
         fresh_entries = _Entries(f_atom, now.key[f_idx] & ((1 << _VALUE_BITS) - 1),
                                  np.zeros(len(f_idx)),
                                  np.minimum(f_count, child_size[f_atom]), f_count)
+        if not len(old.atom) and len(f_idx) == len(now.key) and (now.need == now.count).all():
+            # the first release without counterfeits: each atom is a class, and each of its
+            # values is held by exactly the multiset's count of its people
+            fresh_entries.low, fresh_entries.high = f_count.copy(), f_count.copy()
+            now.sum_lo, now.sum_hi = f_count.copy(), f_count.copy()
+            self.entries[attr], self.rounds[attr] = fresh_entries, 0
+            return
         # every other atom: its parent's entries, narrowed to its class now
         kids = np.flatnonzero(parent >= 0)
         runs = _runs(old.atom, len(old_size))
