@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import sqlalchemy as sa
 
 from anonkit.models import KEAnonymity
 from anonkit.models.base import Classes, KAnonymity, PrivacyModel, SensitiveAttribute
@@ -139,16 +140,51 @@ def make_request(dataset: str = "census", method: str = "sorted-chunks", k: int 
 
 
 def history_state(store: HistoryStore) -> list[tuple[object, ...]]:
-    """Everything a publish could change, to compare before and after."""
-    import sqlalchemy as sa
-
-    from anonkit.releases.store import classes_table, records_table
+    """Everything a publish could change, to compare before and after (the records are
+    counted in the record maps: a release since version 3 writes no ``anonkit_records``
+    rows; those rows are counted too, which no publish may change)."""
+    from anonkit.releases.store import classes_table, record_maps_table, records_table
 
     with store.engine.connect() as conn:
         n_classes = conn.execute(sa.select(sa.func.count()).select_from(classes_table)).scalar()
-        n_records = conn.execute(sa.select(sa.func.count()).select_from(records_table)).scalar()
+        n_rows = conn.execute(sa.select(sa.func.count()).select_from(records_table)).scalar()
+        n_maps, n_records = conn.execute(sa.select(
+            sa.func.count(), sa.func.coalesce(sa.func.sum(record_maps_table.c.n_records), 0)
+        ).select_from(record_maps_table)).one()
     return [*((r.dataset, r.seq, r.content_hash, r.pending_path) for r in store.releases()),
-            ("classes", n_classes), ("records", n_records)]
+            ("record rows", n_rows), ("record maps", n_maps), ("classes", n_classes),
+            ("records", int(n_records))]
+
+
+def write_record_rows(store: HistoryStore) -> None:
+    """Give every release with a record map the ``anonkit_records`` rows a release recorded
+    before version 3 had (key, class, history-wide pseudonym or NULL), from its map."""
+    from anonkit.releases.store import record_maps_table, records_table
+
+    maps = record_maps_table.c
+    with store.engine.begin() as conn:
+        for release_id, keys, classes, persons in conn.execute(sa.select(
+                maps.release_id, maps["keys"], maps.classes, maps.persons)).all():
+            n = len(keys) // 16
+            rows = [{"release_id": release_id, "key_hash": bytes(keys[16 * i:16 * i + 16]),
+                     "class_id": int.from_bytes(classes[4 * i:4 * i + 4], "little",
+                                                signed=True),
+                     "person_hash": None if persons is None
+                     else bytes(persons[16 * i:16 * i + 16])} for i in range(n)]
+            if rows:
+                conn.execute(records_table.insert(), rows)
+
+
+def as_version_2(store: HistoryStore) -> None:
+    """Make a history what version 2 was: its records as ``anonkit_records`` rows, without
+    the version-3 tables."""
+    from anonkit.releases.store import knowledge_table, record_maps_table, schema_table
+
+    write_record_rows(store)
+    with store.engine.begin() as conn:
+        for table in (record_maps_table, knowledge_table):
+            conn.exec_driver_sql(f"DROP TABLE {table.name}")
+        conn.execute(schema_table.update().values(version=2))
 
 
 # -- a publishing child process -------------------------------------------------------------

@@ -6,23 +6,32 @@ new lineage, which is recorded with it and shown by ``show`` and ``audit``."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
 
-from anonkit.errors import HistoryError
+from anonkit.errors import ConcurrentPublishError, HistoryError
 from anonkit.releases.attacks import CrossReleaseBreachError, audit
 from anonkit.releases.cli import release as release_cli
 from anonkit.releases.publish import LineageError, publish
-from anonkit.releases.store import HistoryStore, records_table
-from history_helpers import history_state, make_request
+from anonkit.releases.store import (
+    HistoryStore,
+    HistoryUpgradedWarning,
+    RecordMap,
+    record_maps_table,
+    records_table,
+)
+from history_helpers import as_version_2, history_state, make_request, write_record_rows
 from test_attacks import WARD, WARD_1, WARD_2
+from test_history_v3 import release as hand_release
 
 if TYPE_CHECKING:
     from pg_fixtures import HistoryTarget
@@ -125,11 +134,10 @@ def test_history_wide_pseudonyms(tmp_path: Path) -> None:
             pd.Series(["P0", 7], dtype=object))
         assert store.pseudonyms("a", keys) != store.pseudonyms("b", keys)
         assert not set(store.history_pseudonyms(keys)) & set(store.pseudonyms("a", keys))
-        publish(store, WARD, ward("ward", WARD_1), tmp_path / "r1.csv")
-        with store.engine.connect() as conn:
-            rows = conn.execute(sa.select(records_table.c.person_hash)).all()
-        assert sorted(bytes(r[0]) for r in rows) == sorted(
-            store.history_pseudonyms(WARD["pid"]))
+        info = publish(store, WARD, ward("ward", WARD_1), tmp_path / "r1.csv")
+        persons = store.release_persons(info)
+        assert persons is not None
+        assert sorted(persons.tolist()) == sorted(store.history_pseudonyms(WARD["pid"]))
 
 
 def test_the_changed_columns_error_no_longer_advises_a_new_dataset(tmp_path: Path) -> None:
@@ -155,7 +163,10 @@ def test_migrated_records_cannot_be_matched_so_they_count_as_shared(tmp_path: Pa
     with pytest.warns(UserWarning), HistoryStore.open(folder / "history_v1.db") as store:
         with store.engine.connect() as conn:
             persons = conn.execute(sa.select(records_table.c.person_hash)).all()
+        # the version-1 rows are kept, and their maps keep no history-wide pseudonyms
         assert persons and all(r[0] is None for r in persons)
+        assert store.releases() and all(store.release_persons(info) is None
+                                        for info in store.releases())
         assert all(info.lineage is None for info in store.releases())
         with pytest.raises(LineageError, match="migrated from an older history"):
             publish(store, WARD, ward("fresh", WARD_1), tmp_path / "f1.csv")
@@ -224,3 +235,134 @@ def test_two_datasets_sharing_records_cannot_both_pass_the_lineage_gate(
         info = publish(store, WARD, ward("ward", WARD_1), tmp_path / "r1.csv",
                        new_lineage=True)
         assert info.seq == 1 and store.datasets() == ["clinic", "ward", "ward-copy"]
+
+
+# -- the history-wide pseudonyms live in the record maps (no anonkit_records rows) --------
+
+
+def test_a_new_release_writes_no_record_rows_and_its_map_keeps_persons(
+        history: HistoryTarget, tmp_path: Path) -> None:
+    with open_store(history) as store:
+        info = publish(store, WARD, ward("ward", WARD_1), tmp_path / "r1.csv")
+        with store.engine.connect() as conn:
+            n_rows = conn.execute(sa.select(sa.func.count()).select_from(records_table)
+                                  ).scalar()
+        assert n_rows == 0
+        persons = store.release_persons(info)
+        view = store.load(info, labels=False)
+        # aligned with the record pseudonyms: each record's history-wide pseudonym is the
+        # one of its key
+        key_of = dict(zip(store.pseudonyms("ward", WARD["pid"]), WARD["pid"], strict=True))
+        person_of = dict(zip(WARD["pid"], store.history_pseudonyms(WARD["pid"]), strict=True))
+        assert persons is not None and persons.dtype == np.dtype("S16")
+        assert [bytes(p) for p in persons.view("V16")] == [
+            person_of[key_of[k]] for k in view.record_keys.tolist()]
+        assert history_state(store)[-4:] == [("record rows", 0), ("record maps", 1),
+                                             ("classes", 2), ("records", 10)]
+
+
+def test_the_record_map_orders_persons_with_their_keys() -> None:
+    rng = np.random.default_rng(3)
+    keys = [bytes(rng.integers(0, 256, 16, dtype=np.uint8)) for _ in range(50)]
+    keys[7] = b"a" + b"\x00" * 15  # trailing NUL bytes survive
+    persons = [hashlib.sha256(k).digest()[:16] for k in keys]
+    classes = rng.integers(0, 3, 50)
+    built = RecordMap.build(keys, classes, [10, 20, 20], [0, 0, 0], persons)
+    as_arrays = RecordMap.build(np.array(keys, dtype="S16"), classes, [10, 20, 20],
+                                [0, 0, 0], np.array(persons, dtype="S16"))
+    order = sorted(range(50), key=lambda i: keys[i])
+    for record_map in (built, as_arrays):
+        assert record_map.keys.tobytes() == b"".join(keys[i] for i in order)
+        assert record_map.persons is not None
+        assert record_map.persons.tobytes() == b"".join(persons[i] for i in order)
+        assert record_map.classes.tolist() == [int(classes[i]) for i in order]
+        assert record_map.row()["persons"] == b"".join(persons[i] for i in order)
+    assert RecordMap.build(keys, classes, [10, 20, 20], [0, 0, 0]).row()["persons"] is None
+    with pytest.raises(HistoryError, match="50 record pseudonyms but 49 history-wide"):
+        RecordMap.build(keys, classes, [10, 20, 20], [0, 0, 0], persons[1:])
+    # the map refuses the same record twice, as the records' primary key did
+    with pytest.raises(HistoryError, match="1 repeated record pseudonyms"):
+        RecordMap.build([*keys, keys[3]], [*classes, 0], [10, 20, 20], [0, 0, 0])
+
+
+def test_a_v2_history_s_persons_migrate_and_lineage_works_after_the_upgrade(
+        history: HistoryTarget, tmp_path: Path) -> None:
+    """A version-2 history keeps the history-wide pseudonyms in ``anonkit_records``: the
+    upgrade copies them into the record maps, and the rows stay."""
+    with open_store(history) as store:
+        info = publish(store, WARD, ward("ward", WARD_1), tmp_path / "r1.csv")
+        before = store.release_persons(info)
+        assert before is not None
+        before = before.copy()
+        as_version_2(store)
+    with pytest.warns(HistoryUpgradedWarning, match="from format version 2 to 3"), \
+            open_store(history) as store:
+        after = store.release_persons(info)
+        assert after is not None and after.tobytes() == before.tobytes()
+        with store.engine.connect() as conn:
+            n_rows = conn.execute(sa.select(sa.func.count()).select_from(records_table)
+                                  ).scalar()
+        assert n_rows == 10  # the version-2 rows are kept
+        with pytest.raises(LineageError, match=r"shares 10 records with dataset 'ward' "
+                                               r"\(releases 1\)") as caught:
+            publish(store, WARD, ward("ward-copy", WARD_2), tmp_path / "copy.csv")
+        assert "migrated" not in str(caught.value)  # matched, not "cannot tell"
+        shared = store.shared_records("ward-copy", store.history_pseudonyms(WARD["pid"][:3]))
+        assert [s.to_dict() for s in shared] == [
+            {"dataset": "ward", "records": 3, "releases": [1], "unmatched_releases": []}]
+
+
+def test_a_release_without_persons_is_unmatched(history: HistoryTarget) -> None:
+    """A record map whose ``persons`` is NULL cannot tell whom it holds: reported as an
+    unmatched release, by the lineage check and by the commit's check of releases recorded
+    meanwhile; a release of no records holds nobody."""
+    keys = [bytes([i]) * 16 for i in range(1, 5)]
+    persons = [bytes([i + 100]) * 16 for i in range(1, 5)]
+    with open_store(history) as store:
+        store.commit_release(hand_release(1, keys, [0, 0, 1, 1], ["x", "y"], dataset="old"))
+        store.commit_release(hand_release(1, [], [], [], dataset="empty"))
+        known = hand_release(1, keys, [0, 0, 1, 1], ["x", "y"], dataset="known")
+        known.record_persons = persons
+        store.commit_release(known)
+        assert store.release_persons(store.release("old", 1)) is None
+        assert store.release_persons(store.release("empty", 1)).tolist() == []
+        shared = {s.dataset: s.to_dict() for s in store.shared_records("new", [b"z" * 16])}
+        assert shared == {"old": {"dataset": "old", "records": 0, "releases": [],
+                                  "unmatched_releases": [1]}}
+        shared = {s.dataset: s.to_dict() for s in store.shared_records("new", persons[:2])}
+        assert shared["known"] == {"dataset": "known", "records": 2, "releases": [1],
+                                   "unmatched_releases": []}
+        assert shared["old"]["unmatched_releases"] == [1]
+        # recorded after the lineage decision: a release that cannot tell is refused
+        mark = store.last_release_id()
+        store.commit_release(hand_release(2, keys, [0, 0, 1, 1], ["x", "y"], dataset="old"))
+        late = hand_release(1, [b"z" * 16], [0], ["x"], dataset="new")
+        late.record_persons, late.lineage_mark = [b"y" * 16], mark
+        with pytest.raises(ConcurrentPublishError, match="release 2 of 'old' was published"):
+            store.commit_release(late)
+        # a release of persons shared with nobody, recorded meanwhile, is no reason
+        late.lineage_mark = store.last_release_id()
+        other = hand_release(2, keys, [0, 0, 1, 1], ["x", "y"], dataset="known")
+        other.record_persons = [bytes([i + 50]) * 16 for i in range(4)]
+        store.commit_release(other)
+        store.commit_release(hand_release(2, [], [], [], dataset="empty"))
+        assert store.commit_release(late).seq == 1
+
+
+def test_a_release_without_a_record_map_is_matched_by_its_rows(history: HistoryTarget,
+                                                               tmp_path: Path) -> None:
+    with open_store(history) as store:
+        publish(store, WARD, ward("ward", WARD_1), tmp_path / "r1.csv")
+        write_record_rows(store)  # as a release recorded before version 3 had them
+        with store.engine.begin() as conn:
+            conn.execute(record_maps_table.delete())
+        shared = store.shared_records("copy", store.history_pseudonyms(WARD["pid"][:4]))
+        assert [s.to_dict() for s in shared] == [
+            {"dataset": "ward", "records": 4, "releases": [1], "unmatched_releases": []}]
+        with store.engine.begin() as conn:
+            conn.execute(records_table.update().where(records_table.c.key_hash ==
+                                                      store.pseudonyms("ward", WARD["pid"])[0])
+                         .values(person_hash=None))
+        shared = store.shared_records("copy", store.history_pseudonyms(WARD["pid"][:4]))
+        assert [s.to_dict() for s in shared] == [
+            {"dataset": "ward", "records": 0, "releases": [], "unmatched_releases": [1]}]

@@ -179,10 +179,6 @@ class _Entries:
     high: np.ndarray
     smallest: np.ndarray  # smallest count over the atom's classes
 
-    def take(self, idx: np.ndarray) -> _Entries:
-        return _Entries(self.atom[idx], self.value[idx], self.low[idx], self.high[idx],
-                        self.smallest[idx])
-
 
 class Accumulated:
     """Everything an adversary holding a dataset's releases knows, per record (see the
@@ -310,8 +306,8 @@ class Accumulated:
                 record_value[attr] = gid[np.asarray(view.record_values[attr])[order]]
             else:
                 record_value[attr] = np.full(len(rid), -1, dtype=np.int64)
-        self._link(j, release, rid, cls, record_value)
-        self._record_flags(release, rid, cls, view, entry_value)
+        self._link(release, rid, cls, record_value)
+        self._record_flags(release, rid, cls, view)
         # memberships: each after the record's earlier ones (rid is sorted)
         at = np.searchsorted(self.mem_record, rid, side="right")
         self.mem_record = np.insert(self.mem_record, at, rid)
@@ -344,7 +340,7 @@ class Accumulated:
         return ids
 
     def _record_flags(self, release: _Release, rid: np.ndarray, cls: np.ndarray,
-                      view: ReleaseView, entry_value: dict[str, np.ndarray]) -> None:
+                      view: ReleaseView) -> None:
         self.n_in[rid] += 1
         self.min_real[rid] = np.minimum(self.min_real[rid], release.real_sizes[cls])
         self.row_values[rid] |= release.row_values
@@ -354,7 +350,7 @@ class Accumulated:
             self.homogeneous[attr][rid] |= distinct[cls] == 1
 
     # -- the linkage adversary -------------------------------------------------------------
-    def _link(self, j: int, release: _Release, rid: np.ndarray, cls: np.ndarray,
+    def _link(self, release: _Release, rid: np.ndarray, cls: np.ndarray,
               record_value: dict[str, np.ndarray]) -> None:
         """Narrow the cells of the release's records to their class in it: a record seen
         once before gets the records of its earlier class that are in its class now; a

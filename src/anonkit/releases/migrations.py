@@ -11,10 +11,14 @@ key, which a version-1 history never kept, so it cannot be recomputed. A new rel
 may share records with such releases of another dataset is treated as sharing them (see
 :func:`anonkit.releases.publish.check_lineage`).
 
-Version 3 adds two tables: ``anonkit_record_maps`` (per release its pseudonym -> class map
-and its class sizes as blobs, filled from ``anonkit_records`` and ``anonkit_classes`` on
-upgrade) and ``anonkit_knowledge`` (per dataset an encrypted knowledge state; left empty on
-upgrade: it is rebuilt when missing).
+Version 3 adds two tables: ``anonkit_record_maps`` (per release its pseudonym -> class map,
+its records' history-wide pseudonyms and its class sizes as blobs, filled from
+``anonkit_records`` and ``anonkit_classes`` on upgrade; a release any of whose records has a
+NULL ``person_hash`` -- every release migrated from version 1 -- gets NULL ``persons``: it
+still cannot tell whom it holds) and ``anonkit_knowledge`` (per dataset an encrypted
+knowledge state; left empty on upgrade: it is rebuilt when missing). A version-3 release
+writes no ``anonkit_records`` rows; the rows of the releases recorded before are kept where
+they are (nothing is deleted by an upgrade), and read only for a release without a map.
 
 Opening a version-1 history upgrades it, in one transaction: columns are added with the
 defaults a version-1 release has (``generalized``, ``one-shot``, not seeded, no group column,
@@ -262,14 +266,16 @@ def _to_v2(conn: Connection) -> None:
 
 
 def _to_v3(conn: Connection) -> None:
-    """Create the version-3 tables and give every release its record map (one release's
-    records in memory at a time)."""
+    """Create the version-3 tables and give every release its record map, with its
+    records' history-wide pseudonyms when every record has one (one release's records in
+    memory at a time)."""
     for table in V3_TABLES:
         table.create(conn)
     ids = conn.execute(sa.select(releases_table.c.id).order_by(releases_table.c.id)).scalars()
     for release_id in list(ids):
         conn.execute(record_maps_table.insert().values(
-            release_id=release_id, **record_map_from_rows(conn, release_id).row()))
+            release_id=release_id,
+            **record_map_from_rows(conn, release_id, persons=True).row()))
 
 
 def _backup(database: Path, version: int) -> Path:

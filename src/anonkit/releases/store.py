@@ -13,14 +13,16 @@ One history (an SQLite file by default, or a PostgreSQL database) holds any numb
   with a numeric attribute whose values are nearly unique, a million-row release has a
   million entries, which a row per entry or a JSON per class would make the slowest part of
   recording and of auditing);
-- ``anonkit_records``: per input record its pseudonym ``HMAC(secret, key)`` (see
-  :mod:`anonkit.releases.secret`) and the class it went to -- what lets the next release
-  honour this one, and the audit follow a record across releases, without raw keys -- and
-  its history-wide pseudonym (the same in every dataset), which shows a new release that
-  shares records with another dataset (NULL for records migrated from version 1: it cannot
-  be computed without their keys);
-- ``anonkit_record_maps`` (since version 3): the same pseudonym -> class map, and the class
-  sizes, as one row of blobs per release: what :meth:`HistoryStore.load` reads;
+- ``anonkit_record_maps`` (since version 3): per release one row of blobs: per input
+  record its pseudonym ``HMAC(secret, key)`` (see :mod:`anonkit.releases.secret`) and the
+  class it went to -- what lets the next release honour this one, and the audit follow a
+  record across releases, without raw keys --, its history-wide pseudonym (the same in every
+  dataset), which shows a new release that shares records with another dataset (none for
+  records migrated from version 1: it cannot be computed without their keys), and the class
+  sizes: what :meth:`HistoryStore.load` and the lineage check read;
+- ``anonkit_records``: the same, one row per record, for releases recorded before version 3
+  only (kept as they were; a new release writes none: a million rows were a third of the
+  time of recording a million-row release);
 - ``anonkit_knowledge`` (since version 3): per dataset, the adversary's accumulated
   knowledge after its latest release, an opaque blob, encrypted and authenticated;
 - ``anonkit_method_state``: an opaque blob a sequential method keeps for its next release;
@@ -41,8 +43,8 @@ newer version, or a database that is not an anonkit history at all, is a
 :class:`HistoryError`, and nothing is ever created in or rewritten in a database this module
 did not create.
 
-Everything is SQLAlchemy Core. The two bulk inserts (classes and records, up to a million
-rows for a million-row release) bypass per-row Core processing: rows are plain tuples, sorted by
+Everything is SQLAlchemy Core. The bulk insert of classes (up to a million rows for a
+million-row release) bypasses per-row Core processing: rows are plain tuples, sorted by
 primary key so the B-tree only ever appends, handed to the driver's ``executemany``
 (SQLite) or ``COPY`` (PostgreSQL).
 """
@@ -168,6 +170,9 @@ class_values_table = sa.Table(
     sa.Column("multisets", sa.LargeBinary, nullable=False),
 )
 
+#: Since version 3 this table holds only the records of releases recorded before it (kept
+#: where they were; the upgrade copied them into ``record_maps_table``): a new release's
+#: records are in its record map alone. Read only for a release without a record map.
 records_table = sa.Table(
     "anonkit_records", metadata,
     sa.Column("release_id", sa.Integer,
@@ -265,8 +270,11 @@ V2_TABLES = (method_state_table, auxiliary_table, record_values_table)
 #: classes, little-endian int32, aligned; ``sizes`` and ``counterfeits``: per class (by
 #: class id) its rows and counterfeit rows, little-endian int32 -- copies of
 #: ``anonkit_classes``' columns, whose rows are wide with labels: reading them was a third
-#: of a load. ``anonkit_records`` and ``anonkit_classes`` stay what lineage, the labels and
-#: the upgrade read.
+#: of a load; ``persons``: the records' history-wide pseudonyms (16 bytes each), aligned
+#: with ``keys``, or NULL when the release has none (migrated from version 1, or recorded
+#: without them): what the lineage check reads, one row per release instead of one per
+#: record. ``anonkit_classes`` stays what the labels read; ``anonkit_records`` holds only
+#: releases recorded before version 3.
 record_maps_table = sa.Table(
     "anonkit_record_maps", metadata,
     sa.Column("release_id", sa.Integer,
@@ -276,6 +284,7 @@ record_maps_table = sa.Table(
     sa.Column("classes", sa.LargeBinary, nullable=False),
     sa.Column("sizes", sa.LargeBinary, nullable=False),
     sa.Column("counterfeits", sa.LargeBinary, nullable=False),
+    sa.Column("persons", sa.LargeBinary, nullable=True),
     sqlite_with_rowid=False,
 )
 
@@ -358,24 +367,37 @@ class RecordMap:
     classes: np.ndarray  # (n_records,) int64, aligned with keys
     sizes: np.ndarray  # (n_classes,) int64, by class id
     counterfeits: np.ndarray  # (n_classes,) int64
+    #: (n_records,) S16: the history-wide pseudonyms, aligned with keys; None when the
+    #: release has none (or they were not read: ``load`` does not need them)
+    persons: np.ndarray | None = None
 
     @classmethod
     def build(cls, hashes: Sequence[bytes] | np.ndarray, classes: Sequence[int] | np.ndarray,
-              sizes: Sequence[int] | np.ndarray, counterfeits: Sequence[int] | np.ndarray
-              ) -> RecordMap:
-        """Checked, with the pseudonyms sorted by bytes (their classes follow)."""
-        raw = np.asarray(hashes, dtype="S") if len(hashes) else np.zeros(0, dtype="S16")
-        if raw.dtype.itemsize > 16:  # "S16" would cut it silently
-            raise HistoryError(f"a record pseudonym has {raw.dtype.itemsize} bytes; the "
-                               f"history keeps 16; nothing was written")
-        packed = raw.astype("S16")
+              sizes: Sequence[int] | np.ndarray, counterfeits: Sequence[int] | np.ndarray,
+              persons: Sequence[bytes] | np.ndarray | None = None) -> RecordMap:
+        """Checked, with the pseudonyms sorted by bytes (their classes and history-wide
+        pseudonyms follow). Pseudonyms are lists of bytes or S16 arrays (taken as they are:
+        converting a list of a million costs ~0.1 s)."""
+        packed = pseudonym_array(hashes, "record pseudonym")
         codes = np.asarray(classes, dtype=np.int64)
         if len(packed) != len(codes):
             raise HistoryError(f"the release has {len(packed)} record pseudonyms but "
                                f"{len(codes)} record classes; nothing was written")
+        people = None if persons is None else pseudonym_array(persons, "history-wide pseudonym")
+        if people is not None and len(people) != len(packed):
+            raise HistoryError(f"the release has {len(packed)} record pseudonyms but "
+                               f"{len(people)} history-wide pseudonyms; nothing was written")
         if len(packed) > 1 and not (packed[1:] > packed[:-1]).all():
             order = np.argsort(packed, kind="stable")
             packed, codes = packed[order], codes[order]
+            if people is not None:
+                people = people[order]
+            # the primary key of anonkit_records refused a repeated pseudonym; the map must
+            # too (one record, two classes, is no map)
+            repeated = np.flatnonzero(packed[1:] == packed[:-1])
+            if len(repeated):
+                raise HistoryError(f"the release has {len(repeated)} repeated record "
+                                   f"pseudonyms (the same record twice); nothing was written")
         sizes = np.asarray(sizes, dtype=np.int64)
         fakes = np.asarray(counterfeits, dtype=np.int64)
         int32 = np.iinfo(np.int32)
@@ -383,14 +405,32 @@ class RecordMap:
             if len(what) and (what.min() < int32.min or what.max() > int32.max):
                 raise HistoryError("a class id or class size does not fit 32 bits; nothing "
                                    "was written")
-        return cls(packed, codes, sizes, fakes)
+        return cls(packed, codes, sizes, fakes, people)
 
     def row(self) -> dict[str, object]:
         """The columns of ``record_maps_table`` (but ``release_id``)."""
         return {"n_records": len(self.keys), "keys": self.keys.tobytes(),
                 "classes": self.classes.astype("<i4").tobytes(),
                 "sizes": self.sizes.astype("<i4").tobytes(),
-                "counterfeits": self.counterfeits.astype("<i4").tobytes()}
+                "counterfeits": self.counterfeits.astype("<i4").tobytes(),
+                "persons": None if self.persons is None else self.persons.tobytes()}
+
+
+def pseudonym_array(values: Sequence[bytes] | np.ndarray, what: str = "pseudonym"
+                    ) -> np.ndarray:
+    """16-byte pseudonyms as a contiguous S16 array: an S16 array as it is (no copy), a
+    list converted (a longer item is refused: "S16" would cut it silently; a shorter one
+    is padded with NUL bytes, as numpy keeps it anyway)."""
+    if isinstance(values, np.ndarray) and values.dtype.kind == "S" and \
+            values.dtype.itemsize == 16:
+        return np.ascontiguousarray(values)
+    if not len(values):
+        return np.zeros(0, dtype="S16")
+    raw = np.asarray(values, dtype="S")
+    if raw.dtype.itemsize > 16:
+        raise HistoryError(f"a {what} has {raw.dtype.itemsize} bytes; the history keeps 16; "
+                           f"nothing was written")
+    return raw.astype("S16")
 
 
 # -- what a release is ------------------------------------------------------------------
@@ -485,8 +525,9 @@ class PreparedRelease:
     #: per sensitive attribute, every record's entry in its multisets (aligned with
     #: record_hashes; see ``record_values_table``); None: not known
     record_values: dict[str, np.ndarray] | None = None
-    #: history-wide pseudonyms, aligned with record_hashes (None: not known)
-    record_persons: list[bytes] | None = None
+    #: history-wide pseudonyms, aligned with record_hashes (a list of bytes or an S16
+    #: array; None: not known)
+    record_persons: Sequence[bytes] | np.ndarray | None = None
     #: the lineage decision recorded with the release (see ``check_lineage``)
     lineage: dict[str, object] | None = None
     #: the history's last release id when the lineage was decided: a release of another
@@ -1064,28 +1105,36 @@ class HistoryStore:
         with self.engine.connect() as conn:
             return last_release_id(conn)
 
-    def shared_records(self, dataset: str, persons: Sequence[bytes]) -> list[SharedRecords]:
+    def release_persons(self, release: ReleaseInfo) -> np.ndarray | None:
+        """The history-wide pseudonyms of the release's records (S16, in the order of its
+        record pseudonyms), or None when the history does not keep them (a release
+        migrated from version 1, or recorded without them)."""
+        with self.engine.connect() as conn:
+            return _release_persons(conn, release.id, release)
+
+    def shared_records(self, dataset: str, persons: Sequence[bytes] | np.ndarray
+                       ) -> list[SharedRecords]:
         """What the records of history-wide pseudonyms ``persons`` share with every other
         dataset of the history: per dataset, how many of them it holds and in which releases,
-        and its releases that cannot tell (migrated from version 1: no history-wide
-        pseudonyms). Datasets that share nothing and can tell are left out."""
+        and its releases that cannot tell (migrated from version 1, or recorded without
+        history-wide pseudonyms). Datasets that share nothing and can tell are left out.
+        Reads one record map row per release of another dataset."""
         others = [info for info in self.releases() if info.dataset != dataset]
         if not others:
             return []
-        wanted = np.unique(np.array(list(persons), dtype=f"S{16}"))
+        wanted = np.unique(pseudonym_array(persons, "history-wide pseudonym"))
         found: dict[str, SharedRecords] = {}
         hits: dict[str, list[np.ndarray]] = {}
         with self.engine.connect() as conn:
             for info in others:
-                rows = _fetch_raw(conn, sa.select(records_table.c.person_hash)
-                                  .where(records_table.c.release_id == info.id))
-                known = [bytes(r[0]) for r in rows if r[0] is not None]  # type: ignore[arg-type]
+                packed = _release_persons(conn, info.id, info)
                 entry = found.setdefault(info.dataset, SharedRecords(info.dataset))
-                if len(known) < len(rows):
+                if packed is None:
                     entry.unmatched_releases.append(info.seq)
-                if not known:
                     continue
-                packed = np.array(known, dtype=f"S{16}")
+                if not len(packed):
+                    continue
+                # a release's records are distinct people: its persons are unique
                 common = packed[np.isin(packed, wanted, assume_unique=True)]
                 if len(common):
                     entry.releases.append(info.seq)
@@ -1165,23 +1214,16 @@ class HistoryStore:
                         {"release_id": release_id, "attribute": cv.attribute,
                          "numeric": cv.numeric, "n_entries": len(cv.count),
                          "multisets": cv.to_parquet()} for cv in release.class_values])
-                if release.record_persons is None:
-                    self._bulk_insert(conn, records_table,
-                                      zip([release_id] * len(release.record_hashes),
-                                          release.record_hashes, release.record_classes,
-                                          strict=True), columns=_RECORD_COLUMNS)
-                else:
-                    self._bulk_insert(conn, records_table,
-                                      zip([release_id] * len(release.record_hashes),
-                                          release.record_hashes, release.record_classes,
-                                          release.record_persons, strict=True))
+                # the records go into the record map alone (no anonkit_records rows: see
+                # records_table), their history-wide pseudonyms with them
                 by_id = np.argsort(np.fromiter((row[0] for row in release.class_rows),
                                                dtype=np.int64, count=release.n_classes),
                                    kind="stable")
                 sizes = np.fromiter((row[1] for row in release.class_rows), dtype=np.int64,
                                     count=release.n_classes)
                 record_map = RecordMap.build(release.record_hashes, release.record_classes,
-                                             sizes[by_id], release.counterfeit_array()[by_id])
+                                             sizes[by_id], release.counterfeit_array()[by_id],
+                                             release.record_persons)
                 conn.execute(record_maps_table.insert().values(release_id=release_id,
                                                                **record_map.row()))
                 self._insert_record_values(conn, release_id, release)
@@ -1326,21 +1368,61 @@ def _load_record_map(conn: Connection, release: ReleaseInfo) -> RecordMap:
                      np.frombuffer(fakes, dtype="<i4").astype(np.int64))
 
 
-def record_map_from_rows(conn: Connection, release_id: int) -> RecordMap:
+def _release_persons(conn: Connection, release_id: int,
+                     release: ReleaseInfo | None = None) -> np.ndarray | None:
+    """The history-wide pseudonyms of a release's records (S16, in its record map's order)
+    from its record map row; None when it keeps none for some record (it cannot tell whom
+    it holds). A release with no record map (none should be left after the upgrade) is
+    read from its ``anonkit_records`` rows, as before version 3. A release of no records
+    holds nobody: an empty array, whatever it kept."""
+    maps = record_maps_table.c
+    row = conn.execute(sa.select(maps.n_records, maps.persons)
+                       .where(maps.release_id == release_id)).first()
+    if row is None:
+        rows = _fetch_raw(conn, sa.select(records_table.c.person_hash)
+                          .where(records_table.c.release_id == release_id))
+        if any(r[0] is None for r in rows):
+            return None
+        return pseudonym_array([bytes(r[0]) for r in rows])  # type: ignore[arg-type]
+    n, blob = int(row[0]), row[1]
+    if n == 0:
+        return np.zeros(0, dtype="S16")
+    if blob is None:
+        return None
+    if len(blob) != 16 * n:
+        what = (f"release {release.seq} of {release.dataset!r}" if release is not None
+                else f"release id {release_id}")
+        raise HistoryError(f"the record map of {what} is damaged ({len(blob)} bytes of "
+                           f"history-wide pseudonyms for {n} records)")
+    return np.frombuffer(blob, dtype="S16")
+
+
+def record_map_from_rows(conn: Connection, release_id: int, *,
+                         persons: bool = False) -> RecordMap:
     """A release's :class:`RecordMap` from its rows of ``anonkit_records`` and
     ``anonkit_classes``: the driver's tuples go straight into structured arrays (no Python
-    loop over them)."""
-    records = _fetch_raw(conn, sa.select(records_table.c.key_hash, records_table.c.class_id)
-                         .where(records_table.c.release_id == release_id)
-                         .order_by(records_table.c.key_hash))
-    record_type = [("key", "S16"), ("cls", np.int64)]
+    loop over them). ``persons``: with the records' history-wide pseudonyms (None when any
+    record has none: a version-1 record; the upgrade to version 3 asks for them)."""
+    records_c = records_table.c
+    # a NULL person_hash cannot go into an S16 field: when there is one, they are not read
+    with_persons = persons and not conn.execute(
+        sa.select(sa.func.count()).select_from(records_table)
+        .where(records_c.release_id == release_id, records_c.person_hash.is_(None))).scalar()
+    columns = [records_c.key_hash, records_c.class_id] + (
+        [records_c.person_hash] if with_persons else [])
+    records = _fetch_raw(conn, sa.select(*columns).where(records_c.release_id == release_id)
+                         .order_by(records_c.key_hash))
+    record_type = [("key", "S16"), ("cls", np.int64)] + (
+        [("person", "S16")] if with_persons else [])
     by_key = np.array(records, dtype=record_type) if records else np.zeros(0, record_type)
     counts = _fetch_raw(conn, sa.select(classes_table.c.size, classes_table.c.counterfeits)
                         .where(classes_table.c.release_id == release_id)
                         .order_by(classes_table.c.class_id))
     class_type = [("size", np.int64), ("fake", np.int64)]
     by_class = np.array(counts, dtype=class_type) if counts else np.zeros(0, class_type)
-    return RecordMap(by_key["key"], by_key["cls"], by_class["size"], by_class["fake"])
+    return RecordMap(np.ascontiguousarray(by_key["key"]), by_key["cls"], by_class["size"],
+                     by_class["fake"],
+                     np.ascontiguousarray(by_key["person"]) if with_persons else None)
 
 
 def fsync_directory(path: Path) -> None:
@@ -1556,13 +1638,14 @@ def _refuse_unseen_releases(conn: Connection, release: PreparedRelease) -> None:
         .where(releases_table.c.id > release.lineage_mark,
                releases_table.c.dataset != release.dataset)
         .order_by(releases_table.c.id)).all()
-    wanted = np.unique(np.array(release.record_persons or [], dtype="S16"))
+    if not candidates:  # the usual case: nothing recorded meanwhile, nothing to convert
+        return
+    wanted = pseudonym_array([] if release.record_persons is None else release.record_persons,
+                             "history-wide pseudonym")
     unseen = []
     for release_id, dataset, seq in candidates:
-        persons = [r[0] for r in _fetch_raw(conn, sa.select(records_table.c.person_hash)
-                                            .where(records_table.c.release_id == release_id))]
-        known = np.array([bytes(p) for p in persons if p is not None], dtype="S16")
-        if len(known) < len(persons) or np.isin(known, wanted).any():
+        known = _release_persons(conn, release_id)
+        if known is None or np.isin(known, wanted).any():
             unseen.append((dataset, seq))
     if unseen:
         shown = ", ".join(f"release {seq} of {dataset!r}" for dataset, seq in unseen[:3])
@@ -1602,7 +1685,6 @@ def _release_values(release: PreparedRelease) -> dict[str, object]:
 
 
 _CLASS_COLUMNS = ("release_id", "class_id", "size", "qi_labels")
-_RECORD_COLUMNS = ("release_id", "key_hash", "class_id")
 
 
 def _kind(kind: object) -> str:
