@@ -668,6 +668,8 @@ def test_a_homogeneous_cross_release_cell_is_a_breach(tmp_path: Path) -> None:
         pseudonyms = store.pseudonyms("ward", pd.Series(["P0", "P1"]))
     (pair,) = report.pairs
     assert counts(pair) == {("qi", PINNED, "disease"): 2, ("linkage", PINNED, "disease"): 2}
+    assert report.overall is not None and counts(report.overall) == counts(pair)
+    assert report.records_breached == 2
     assert {w["record"] for f in pair.findings for w in f.worst} == {
         p.hex() for p in pseudonyms}
     result = CliRunner().invoke(release, ["audit", "--dataset", "ward", "--history",
