@@ -85,7 +85,14 @@ import numpy as np
 
 from anonkit.errors import HistoryError
 from anonkit.models.base import CrossReleaseRequirement, format_parameters
-from anonkit.releases.knowledge import Accumulated, Measures, _measure, accumulated, fold
+from anonkit.releases.knowledge import (
+    Accumulated,
+    Measures,
+    _measure,
+    _values_left,
+    accumulated,
+    fold,
+)
 from anonkit.releases.store import HistoryStore, ReleaseInfo, ReleaseView
 
 ADVERSARIES = {
@@ -479,8 +486,6 @@ def _judge(acc: Accumulated, infos: Sequence[ReleaseInfo], given: list[Requireme
 def _worst(acc: Accumulated, infos: Sequence[ReleaseInfo], m: Measures, mask: np.ndarray,
            level: np.ndarray, attr: str | None, worst: int) -> list[dict[str, object]]:
     """The most exposed records of a finding: lowest level first."""
-    from anonkit.releases.knowledge import _values_left
-
     idx = np.flatnonzero(mask)
     chosen = idx[np.lexsort((idx, np.nan_to_num(level[idx], nan=np.inf)))][:worst]
     owner, rel, klass = acc.memberships(m.targets[chosen])

@@ -92,10 +92,14 @@ class _Multisets:
     need: np.ndarray  # float64: of which at least this many are records (not counterfeit)
     sum_lo: np.ndarray  # float64: sum of the bounds of the atom entries linked to it
     sum_hi: np.ndarray
+    _starts: np.ndarray | None = field(default=None, repr=False)
 
     def class_starts(self, n_classes: int) -> np.ndarray:
-        """Where each class's entries start (n_classes + 1 offsets)."""
-        return np.searchsorted(self.key >> _VALUE_BITS, np.arange(n_classes + 1))
+        """Where each class's entries start (n_classes + 1 offsets; the keys never change,
+        so once per release, not once per later release)."""
+        if self._starts is None:
+            self._starts = np.searchsorted(self.key >> _VALUE_BITS, np.arange(n_classes + 1))
+        return self._starts
 
 
 @dataclass
@@ -116,55 +120,55 @@ class _Release:
         return self.sizes - self.counterfeits
 
 
-@dataclass
 class _Values:
-    """Global value ids of one attribute: ids in order of first appearance."""
+    """Global value ids of one attribute: ids in order of first appearance. The values are
+    kept as one array (float64, NaN missing; or object, None missing), read on every
+    judgement, and extended only when a release brings new ones."""
 
-    numeric: bool
-    names: list[object] = field(default_factory=list)
-
-    def ids(self, values: np.ndarray) -> np.ndarray:
-        values = (np.asarray(values, dtype=np.float64) if self.numeric
-                  else np.asarray(values, dtype=object))
-        if not len(values):
-            return np.zeros(0, dtype=np.int64)
-        known = pd.Index(self._array()).get_indexer(values) if self.names else \
-            np.full(len(values), -1)
-        new = known < 0
-        if new.any():
-            fresh = pd.unique(pd.Series(values[new], dtype=values.dtype)).tolist() \
-                if not self.numeric else _unique_floats(values[new])
-            self.names.extend(fresh)
-            known = pd.Index(self._array()).get_indexer(values)
-        return known.astype(np.int64)
-
-    def _array(self) -> np.ndarray:
-        if self.numeric:
-            return np.asarray(self.names, dtype=np.float64)
-        out = np.empty(len(self.names), dtype=object)
-        out[:] = self.names
-        return out
+    def __init__(self, numeric: bool, names: Sequence[object] = ()) -> None:
+        self.numeric = numeric
+        self.array = _value_array(names, numeric)
+        self._index: pd.Index | None = None
 
     @property
-    def array(self) -> np.ndarray:
-        return self._array()
+    def names(self) -> list[object]:
+        return self.array.tolist()
+
+    def ids(self, values: np.ndarray) -> np.ndarray:
+        values = _value_array(values, self.numeric)
+        if not len(values):
+            return np.zeros(0, dtype=np.int64)
+        known = self._lookup().get_indexer(values).astype(np.int64)
+        new = known < 0
+        if new.any():
+            fresh = pd.unique(pd.Series(values[new], dtype=values.dtype))
+            self.array = np.concatenate([self.array, _value_array(fresh, self.numeric)])
+            self._index = None
+            known[new] = self._lookup().get_indexer(values[new])
+        return known
+
+    def _lookup(self) -> pd.Index:
+        if self._index is None:
+            self._index = pd.Index(self.array)
+        return self._index
 
     @property
     def magnitude(self) -> np.ndarray:
-        return self._array() if self.numeric else np.full(len(self.names), np.nan)
+        return self.array if self.numeric else np.full(len(self.array), np.nan)
 
     @property
     def missing(self) -> int:
         """The id of the missing value (-1: never seen)."""
-        for i, v in enumerate(self.names):
-            if v is None or (isinstance(v, float) and math.isnan(v)):
-                return i
-        return -1
+        found = np.flatnonzero(pd.isna(self.array))
+        return int(found[0]) if len(found) else -1
 
 
-def _unique_floats(values: np.ndarray) -> list[object]:
-    seen = pd.unique(pd.Series(values, dtype=np.float64))
-    return [float(v) for v in seen]
+def _value_array(values: Sequence[object] | np.ndarray, numeric: bool) -> np.ndarray:
+    if numeric:
+        return np.asarray(values, dtype=np.float64)
+    out = np.empty(len(values), dtype=object)
+    out[:] = list(values) if not isinstance(values, np.ndarray) else values
+    return out
 
 
 @dataclass
@@ -209,8 +213,6 @@ class Accumulated:
         self.atom = np.zeros(0, dtype=np.int64)
         self.atom_size = np.zeros(0, dtype=np.int64)
         self.entries: dict[str, _Entries] = {}
-        #: rounds the last add() propagated, per attribute (for the benchmark and tests)
-        self.rounds: dict[str, int] = {}
         self._start_attributes()
 
     def _start_attributes(self) -> None:
@@ -486,7 +488,7 @@ class Accumulated:
             # values is held by exactly the multiset's count of its people
             fresh_entries.low, fresh_entries.high = f_count.copy(), f_count.copy()
             now.sum_lo, now.sum_hi = f_count.copy(), f_count.copy()
-            self.entries[attr], self.rounds[attr] = fresh_entries, 0
+            self.entries[attr] = fresh_entries
             return
         # every other atom: its parent's entries, narrowed to its class now
         kids = np.flatnonzero(parent >= 0)
@@ -564,11 +566,10 @@ class Accumulated:
         here_of[here] = here_g
         with_here = np.flatnonzero(in_here)
         link_g[link_start[with_here + 1] - 1] = here_of[live_idx[with_here]]
-        low, high, s_low, s_high, rounds = _propagate(
+        low, high, s_low, s_high, _ = _propagate(
             entries.low[live_idx], entries.high[live_idx], entries.atom[live_idx],
             child_size, link_start, link_g, table.count, table.need, s_low, s_high)
         entries.low[live_idx], entries.high[live_idx] = low, high
-        self.rounds[attr] = rounds
         for i, r in enumerate(every):
             ms = r.multisets[attr]
             lo, hi = table.offsets[i], table.offsets[i + 1]
@@ -735,7 +736,7 @@ def _linkage_values(acc: Accumulated, attr: str, targets: np.ndarray, candidates
         at = position[acc.cell_owner]
         value = acc.cell_value[attr]
         sel = np.flatnonzero((at >= 0) & (value >= 0))
-        n_values = max(len(acc.values[attr].names), 1)
+        n_values = max(len(acc.values[attr].array), 1)
         pairs = np.unique(at[sel] * n_values + value[sel])
         found = _summarize(acc, attr, pairs // n_values, pairs % n_values, len(many))
         for x, f in zip((d, dp, lo, hi), found, strict=True):
@@ -866,7 +867,7 @@ def from_bytes(public: bytes, private: bytes) -> Accumulated:
                      "mem_record", "mem_class", "cell_owner", "cell_member", "atom",
                      "atom_size"):
             setattr(acc, name, data[name])
-        acc.values = {a: _Values(bool(v["numeric"]), list(v["names"]))
+        acc.values = {a: _Values(bool(v["numeric"]), v["names"])
                       for a, v in meta["values"].items()}  # type: ignore[attr-defined]
         for i, attr in enumerate(acc.attributes):
             acc.homogeneous[attr] = data[f"homogeneous.{i}"]
@@ -913,14 +914,11 @@ def fold(views: Sequence[ReleaseView]) -> Accumulated:
     return acc
 
 
-def accumulated(store: HistoryStore, dataset: str, *, through: int | None = None
-                ) -> Accumulated:
-    """The knowledge of ``dataset`` after its release ``through`` (default: the latest):
-    the one the history keeps when it is that recent, else rebuilt from the releases.
-    Read-only: a rebuilt knowledge is kept by the next publish, not here."""
+def accumulated(store: HistoryStore, dataset: str) -> Accumulated:
+    """The knowledge of ``dataset`` after its latest release: the one the history keeps
+    when it is that recent, else rebuilt from the releases. Read-only: a rebuilt knowledge
+    is kept by the next publish, not here."""
     infos = store.releases(dataset)
-    if through is not None:
-        infos = [i for i in infos if i.seq <= through]
     acc: Accumulated | None = None
     try:
         kept = store.knowledge_state(dataset)

@@ -74,7 +74,6 @@ from anonkit.releases.store import (
     ReleaseInfo,
     ReleaseView,
     fsync_directory,
-    multisets_and_entries,
     sha256_file,
     summarize_classes,
 )
@@ -319,12 +318,9 @@ def prepare_release(result: Release, request: PublishRequest, seq: int,
     counterfeit or synthetic row has no record. ``persons``: every input row's
     history-wide pseudonym (kept with its record)."""
     schema = result.schema
-    class_rows, _ = summarize_classes(result.data, result.class_ids, result.classes,
-                                      schema.quasi_identifiers, [])
-    # every class's multiset, and every row's entry in it (one sort per attribute)
-    values_and_entries = [multisets_and_entries(attr, result.data[attr], result.class_ids)
-                          for attr in schema.sensitive]
-    class_values = [cv for cv, _ in values_and_entries]
+    class_rows, class_values, row_entries = summarize_classes(
+        result.data, result.class_ids, result.classes, schema.quasi_identifiers,
+        schema.sensitive)
     positions, rows = result.input_rows()
     all_keys = np.array(pseudonyms, dtype=f"S{PSEUDONYM_BYTES}")
     order = _byte_order(all_keys[rows])
@@ -342,8 +338,7 @@ def prepare_release(result: Release, request: PublishRequest, seq: int,
     counterfeits = result.counterfeits_per_class()
     # every record's released value, as its entry in the multisets (kept encrypted)
     record_values = {attr: entries[positions][order]
-                     for attr, (_, entries) in zip(schema.sensitive, values_and_entries,
-                                                   strict=True)}
+                     for attr, entries in zip(schema.sensitive, row_entries, strict=True)}
     return PreparedRelease(
         dataset=request.dataset, seq=seq, method=result.method,
         parameters=dict(result.parameters), key_column=request.key,

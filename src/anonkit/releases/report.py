@@ -149,48 +149,48 @@ def _case_text(case: dict[str, object]) -> str:
 
 
 def _release_plot(overall: ScopeResult) -> bytes:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     seqs = list(overall.by_release)
-    x = np.arange(len(seqs))
-    compared = np.array([overall.by_release[s][0] for s in seqs])
-    breached = np.array([overall.by_release[s][1] for s in seqs])
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.45 * len(seqs) + 3), 3.6), dpi=100)
-    ax.bar(x, compared, width=0.8, color="#e5e5e5", label="records in two or more releases")
-    ax.bar(x, breached, width=0.5, color="#b3261e", label="breached")
-    ax.set_xticks(x, [str(s) for s in seqs], rotation=45 if len(seqs) > 20 else 0)
-    ax.set_xlabel("release")
-    ax.set_ylabel("records")
-    ax.set_title("Records breached over all their releases, by release")
-    ax.set_ylim(0, max(int(compared.max(initial=0)), 1) * 1.3)  # room for the legend
-    ax.legend(fontsize=8, frameon=False, ncol=2, loc="upper center")
-    return _png(fig)
+    return _breach_bars(
+        [str(s) for s in seqs], [overall.by_release[s][0] for s in seqs],
+        "records in two or more releases",
+        [(0.0, 0.5, [overall.by_release[s][1] for s in seqs], "#b3261e", "breached")],
+        "release", "Records breached over all their releases, by release", rotate_over=20,
+        inches_each=0.45)
 
 
 def _pairs_plot(report: AuditReport) -> bytes:
+    return _breach_bars(
+        [_scope_name(p) for p in report.pairs], [p.records_compared for p in report.pairs],
+        "records in both",
+        [(offset, 0.38, [p.breached_by.get(adversary, 0) for p in report.pairs], color,
+          f"breached ({adversary} adversary)")
+         for offset, adversary, color in ((-0.2, "qi", "#d9822b"),
+                                          (0.2, "linkage", "#b3261e"))],
+        "release pair", "Records breached by intersecting two releases", rotate_over=8,
+        inches_each=0.7)
+
+
+def _breach_bars(names: list[str], compared: list[int], compared_label: str,
+                 bars: list[tuple[float, float, list[int], str, str]], xlabel: str,
+                 title: str, rotate_over: int, inches_each: float) -> bytes:
+    """Records compared per scope (grey) with the breached ones over them: each bar
+    ``(offset, width, values, color, label)``."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    names = [_scope_name(p) for p in report.pairs]
     x = np.arange(len(names))
-    compared = np.array([p.records_compared for p in report.pairs])
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.7 * len(names) + 3), 3.6), dpi=100)
-    ax.bar(x, compared, width=0.8, color="#e5e5e5", label="records in both")
-    for offset, (adversary, color) in zip((-0.2, 0.2), (("qi", "#d9822b"),
-                                                        ("linkage", "#b3261e")), strict=True):
-        ax.bar(x + offset, [p.breached_by.get(adversary, 0) for p in report.pairs],
-               width=0.38, color=color, label=f"breached ({adversary} adversary)")
-    ax.set_xticks(x, names, rotation=45 if len(names) > 8 else 0)
-    ax.set_xlabel("release pair")
+    fig, ax = plt.subplots(figsize=(max(6.0, inches_each * len(names) + 3), 3.6), dpi=100)
+    ax.bar(x, compared, width=0.8, color="#e5e5e5", label=compared_label)
+    for offset, bar_width, values, color, label in bars:
+        ax.bar(x + offset, values, width=bar_width, color=color, label=label)
+    ax.set_xticks(x, names, rotation=45 if len(names) > rotate_over else 0)
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("records")
-    ax.set_title("Records breached by intersecting two releases")
-    ax.set_ylim(0, max(int(compared.max(initial=0)), 1) * 1.3)  # room for the legend
-    ax.legend(fontsize=8, frameon=False, ncol=3, loc="upper center")
+    ax.set_title(title)
+    ax.set_ylim(0, max(max(compared, default=0), 1) * 1.3)  # room for the legend
+    ax.legend(fontsize=8, frameon=False, ncol=len(bars) + 1, loc="upper center")
     return _png(fig)
 
 

@@ -1794,9 +1794,12 @@ def _ranges(numbers: Sequence[int]) -> str:
 
 def summarize_classes(data: pd.DataFrame, class_ids: np.ndarray, labels: pd.DataFrame,
                       quasi_identifiers: Sequence[str], sensitive: Sequence[str]
-                      ) -> tuple[list[tuple[int, int, str]], list[ClassValues]]:
+                      ) -> tuple[list[tuple[int, int, str]], list[ClassValues],
+                                 list[np.ndarray]]:
     """What an adversary sees in each class of a release: ``(class_id, size, qi_labels)``
-    rows, and per sensitive attribute every class's multiset of released values.
+    rows, and per sensitive attribute every class's multiset of released values -- with,
+    per row of ``data``, the index of its entry in them (what the history keeps, encrypted,
+    of each record's value).
 
     ``data`` is the released table, ``class_ids`` its class per row and ``labels`` one row
     per class with each quasi-identifier's released label (an :class:`AnonymizationResult`'s
@@ -1816,7 +1819,8 @@ def summarize_classes(data: pd.DataFrame, class_ids: np.ndarray, labels: pd.Data
     label_rows = ["[" + ",".join(parts) + "]" for parts in zip(*label_parts, strict=True)] \
         if label_parts else ["[]"] * n_classes
     rows = list(zip(range(n_classes), sizes.tolist(), label_rows, strict=True))
-    return rows, [multisets(attr, data[attr], class_ids) for attr in sensitive]
+    found = [multisets_and_entries(attr, data[attr], class_ids) for attr in sensitive]
+    return rows, [cv for cv, _ in found], [entries for _, entries in found]
 
 
 def _json_texts(values: np.ndarray) -> list[str]:
