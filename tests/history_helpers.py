@@ -184,6 +184,7 @@ def as_version_2(store: HistoryStore) -> None:
     with store.engine.begin() as conn:
         for table in (record_maps_table, knowledge_table):
             conn.exec_driver_sql(f"DROP TABLE {table.name}")
+        conn.exec_driver_sql("ALTER TABLE anonkit_releases DROP COLUMN gate")
         conn.execute(schema_table.update().values(version=2))
 
 

@@ -44,8 +44,11 @@ def open_store(target: HistoryTarget) -> HistoryStore:
     return HistoryStore.open(target.url, secret_file=target.secret_file, create=True)
 
 
-def counts(scope: ScopeResult) -> dict[tuple[str, str, str | None], int]:
-    return {(f.adversary, f.model, f.attribute): f.records for f in scope.findings}
+def counts(scope: ScopeResult, proved: bool = True) -> dict[tuple[str, str, str | None], int]:
+    """Records per (adversary, model, attribute): the proved findings (``proved=False``:
+    the findings not ruled out)."""
+    return {(f.adversary, f.model, f.attribute): f.records for f in scope.findings
+            if f.proved == proved}
 
 
 # -- a case small enough to compute by hand ------------------------------------------------
@@ -303,27 +306,29 @@ def brute_force(tables: Sequence[pd.DataFrame], class_ids: Sequence[np.ndarray],
                     flags.add((adversary, "distinct l-diversity", attr))
                 if e is not None and distinct >= 1 and rng is not None and rng < e:
                     flags.add((adversary, "(k,e)-anonymity", attr))
-        if cand_qi < k:
+        if len(scope) >= 2 and cand_qi < k:  # a record's own class is no cross-release
             flags.add(("qi", "k-anonymity", None))
-        if cand_link < k:
+        if len(scope) >= 2 and cand_link < k:
             flags.add(("linkage", "k-anonymity", None))
         return flags
 
     out = {}
     scopes: list[tuple[tuple[int, ...], list[tuple[object, tuple[int, ...]]]]] = []
+    # every record of a scope is judged, over the scope's releases that contain it
     for i, j in combinations(range(len(tables)), 2):
-        common = class_of[i].keys() & class_of[j].keys()
-        scopes.append(((i, j), [(record, (i, j)) for record in common]))
+        either = class_of[i].keys() | class_of[j].keys()
+        scopes.append(((i, j), [(record, tuple(r for r in (i, j) if record in class_of[r]))
+                                for record in either]))
     everywhere = defaultdict(list)
     for r, mapping in enumerate(class_of):
         for record in mapping:
             everywhere[record].append(r)
-    scopes.append(((), [(rec, tuple(rs)) for rec, rs in everywhere.items() if len(rs) >= 2]))
+    scopes.append(((), [(rec, tuple(rs)) for rec, rs in everywhere.items()]))
     for name, targets in scopes:
         tally: Counter[tuple[str, str, str | None]] = Counter()
         breached, by_adversary = 0, {"qi": 0, "linkage": 0}
         for record, scope in targets:
-            flags = judge(record, scope, scope if name else tuple(range(len(tables))))
+            flags = judge(record, scope, name if name else tuple(range(len(tables))))
             tally.update(flags)
             breached += bool(flags)
             for adversary in by_adversary:
@@ -334,8 +339,10 @@ def brute_force(tables: Sequence[pd.DataFrame], class_ids: Sequence[np.ndarray],
 
 def assert_matches_brute_force(report: AuditReport, truth: dict,  # type: ignore[type-arg]
                                plain: dict | None = None) -> None:  # type: ignore[type-arg]
-    """Every pair scope as the brute force has it. The all-releases scope too, except the
-    qi adversary's value findings: the audit deduces them release after release, each new
+    """Every pair scope's *proved* findings as the reference propagation has them (the
+    findings not ruled out come on top: their soundness is tested against exhaustive
+    enumeration in test_possible.py). The all-releases scope too, except the qi
+    adversary's value findings: the audit deduces them release after release, each new
     atom starting from its parent's bounds (see anonkit.releases.knowledge), which is not
     the brute force's from-scratch propagation; there they are at least the plain
     intersection's (``plain``: the brute force without deduction), and their soundness is
@@ -358,8 +365,16 @@ def assert_matches_brute_force(report: AuditReport, truth: dict,  # type: ignore
             assert scope.breached_by["linkage"] == by_adversary["linkage"]
             assert scope.records_breached >= plain[()][1]
         else:
-            assert scope.records_breached == breached, name
-            assert scope.breached_by == by_adversary, name
+            assert scope.records_breached >= breached, name
+            assert all(scope.breached_by[a] >= n for a, n in by_adversary.items()), name
+            assert scope.breached_by["linkage"] == by_adversary["linkage"], name
+            # the exact check may prove more values impossible than the propagation
+            values = {key for key in set(got) | set(tally)
+                      if key[0] == "qi" and key[2] is not None}
+            for key in values:
+                assert got.get(key, 0) >= tally.get(key, 0), (name, key)
+            got = {key: n for key, n in got.items() if key not in values}
+            tally = Counter({key: n for key, n in tally.items() if key not in values})
         assert got == dict(tally), name
 
 
@@ -443,8 +458,8 @@ def test_naive_mondrian_on_a_churning_table_is_caught(tmp_path: Path) -> None:
     assert report.breached
     assert all(p.records_breached > 0 for p in report.pairs)
     assert all(p.count("linkage", "k-anonymity") > 0 for p in report.pairs)
-    # consecutive releases share 90 % of their records
-    assert [p.records_compared for p in report.pairs[:1]] == [2700]
+    # consecutive releases share 90 % of their records: 2,700 in both, 300 in either alone
+    assert [p.records_compared for p in report.pairs[:1]] == [3300]
     truth = brute_force(versions, [r.class_ids for r in recorder.results],  # type: ignore[attr-defined]
                         key="id", sensitive=["disease", "salary"], numeric={"salary"}, k=5)
     plain = brute_force(versions, [r.class_ids for r in recorder.results],  # type: ignore[attr-defined]
@@ -463,10 +478,11 @@ def test_a_release_that_would_breach_is_refused(history: HistoryTarget,
         publish(store, v1, make_request(), tmp_path / "r1.csv")
         before = [(r.seq, r.content_hash) for r in store.releases()]
         with pytest.raises(CrossReleaseBreachError,
-                           match=r"release 2 of 'census' was refused: .* would breach \d+ "
-                                 r"records \(all releases: \d+ records, .*--method "
-                                 r"m-invariance \(a categorical sensitive attribute\) or "
-                                 r"--method ke"):
+                           match=r"^release 2 of 'census' refused: with the earlier "
+                                 r"releases it would disclose \d+ records to the qi adversary "
+                                 r"and the linkage adversary; nothing was written\. .*"
+                                 r"--method m-invariance for a categorical sensitive "
+                                 r"attribute, --method ke"):
             publish(store, v2, make_request(), tmp_path / "r2.csv")
         assert [(r.seq, r.content_hash) for r in store.releases()] == before
         assert not (tmp_path / "r2.csv").exists()
@@ -661,7 +677,7 @@ def test_a_homogeneous_cross_release_cell_is_a_breach(tmp_path: Path) -> None:
 
     with HistoryStore.open(db, create=True) as store:
         publish(store, WARD, request(WARD_1), tmp_path / "r1.csv")
-        with pytest.raises(CrossReleaseBreachError, match="would breach 2 records"):
+        with pytest.raises(CrossReleaseBreachError, match="would disclose 2 records"):
             publish(store, WARD, request(WARD_2), tmp_path / "r2.csv")
         publish(store, WARD, request(WARD_2), tmp_path / "r2.csv", allow_breach=True)
         report = audit(store, "ward", pairs=True)

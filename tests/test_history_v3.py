@@ -334,14 +334,14 @@ def test_a_v2_history_is_upgraded_with_a_backup(tmp_path: Path) -> None:
     with pytest.raises(HistoryError, match="format version 2"):
         HistoryStore.open(path, read_only=True)
     assert hashlib.sha256(path.read_bytes()).hexdigest() == before
-    with pytest.warns(HistoryUpgradedWarning, match=r"from format version 2 to 3; the "
+    with pytest.warns(HistoryUpgradedWarning, match=r"from format version 2 to 4; the "
                       r"version-2 history was copied to .*h\.db\.v2-backup"), \
             HistoryStore.open(path) as store:
         assert_upgraded(store, loaded)
         # and it takes new releases, with their state
         store.commit_release(release(4, [b"z" * 16], [0], ["x"], state=(b"", b"four")))
         assert store.knowledge_state("d") == (4, (b"", b"four"))
-    assert sqlite_version(path) == SCHEMA_VERSION == 3
+    assert sqlite_version(path) == SCHEMA_VERSION == 4
     backup = path.with_name("h.db.v2-backup")
     assert sqlite_version(backup) == 2
     assert dump(backup) == rows_before  # the version-2 history, as it was
@@ -379,7 +379,7 @@ def test_a_v1_history_gets_record_maps(tmp_path: Path) -> None:
     for name in ("history_v1.db", "history_v1.db.secret"):
         shutil.copy2(V1_FIXTURE / name, tmp_path / name)
     (tmp_path / "history_v1.db.secret").chmod(0o600)
-    with pytest.warns(HistoryUpgradedWarning, match=r"from format version 1 to 3; the "
+    with pytest.warns(HistoryUpgradedWarning, match=r"from format version 1 to 4; the "
                       r"version-1 history was copied to .*\.v1-backup"), \
             HistoryStore.open(path) as store:
         infos = store.releases()
@@ -393,7 +393,7 @@ def test_a_v1_history_gets_record_maps(tmp_path: Path) -> None:
             assert len(view.record_keys) == info.n_input_rows > 0
             assert (view.record_keys.tolist(), view.record_classes.tolist()) == \
                 rows_of(store, info.id)
-    assert sqlite_version(path) == 3
+    assert sqlite_version(path) == 4
 
 
 @pytest.mark.postgres
@@ -404,7 +404,7 @@ def test_a_v2_postgres_history_is_upgraded(postgres_server: TemporaryPostgres,
     with HistoryStore.open(url, secret_file=secret, create=True) as store:
         loaded = two_datasets(store)
         as_version_2(store)
-    with pytest.warns(HistoryUpgradedWarning, match="from format version 2 to 3") as caught, \
+    with pytest.warns(HistoryUpgradedWarning, match="from format version 2 to 4") as caught, \
             HistoryStore.open(url, secret_file=secret) as store:
         assert_upgraded(store, loaded)
         store.commit_release(release(4, [b"z" * 16], [0], ["x"], state=(b"", b"four")))

@@ -77,6 +77,7 @@ breaches.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -89,9 +90,17 @@ from anonkit.releases.knowledge import (
     Accumulated,
     Measures,
     _measure,
-    _values_left,
     accumulated,
+    cell_members,
     fold,
+)
+from anonkit.releases.possible import (
+    EXACT_SECONDS,
+    IMPOSSIBLE,
+    POSSIBLE,
+    entry_status,
+    settle,
+    structure,
 )
 from anonkit.releases.store import HistoryStore, ReleaseInfo, ReleaseView
 
@@ -174,19 +183,27 @@ class Finding:
     #: every release of the scope declares a threat model that does not claim to resist
     #: this adversary: shown, but no breach for the gate (see CLAIMED_ADVERSARIES)
     outside_claim: bool = False
+    #: an exact deduction (the values the adversary cannot rule out fail); else *not ruled
+    #: out* (the values proved possible fail, and nothing decided the rest)
+    proved: bool = True
+
+    @property
+    def certainty(self) -> str:
+        return "proved" if self.proved else "not ruled out"
 
     def describe(self) -> str:
-        """E.g. ``k-anonymity (linkage adversary: candidates >= 5)``."""
+        """E.g. ``k-anonymity (linkage adversary: candidates >= 5) [proved]``."""
         attr = f" on {self.attribute!r}" if self.attribute else ""
         need = ("one candidate value left" if self.model == PINNED
                 else Requirement(self.model, self.measure, self.threshold).describe())
         outside = f" [{OUTSIDE_CLAIM}]" if self.outside_claim else ""
-        return f"{self.model}{attr} ({self.adversary} adversary: {need}){outside}"
+        return f"{self.model}{attr} ({self.adversary} adversary: {need}) [{self.certainty}]" \
+            f"{outside}"
 
     def to_dict(self) -> dict[str, object]:
         return {"adversary": self.adversary, "model": self.model, "measure": self.measure,
                 "attribute": self.attribute, "threshold": self.threshold,
-                "records": self.records, "worst": self.worst,
+                "records": self.records, "proved": self.proved, "worst": self.worst,
                 "outside_claimed_threat_model": self.outside_claim}
 
 
@@ -205,6 +222,9 @@ class ScopeResult:
     records_outside_claim: int = 0
     #: all-releases scope: per release number, (its records compared, breached)
     by_release: dict[int, tuple[int, int]] = field(default_factory=dict)
+    #: record ids (in the judged knowledge) of the breached records (not serialised)
+    breached_records: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64),
+                                         repr=False, compare=False)
 
     @property
     def name(self) -> str:
@@ -273,7 +293,7 @@ class AuditReport:
             lines.append("  (fewer than two releases: nothing to intersect)")
         lines += [f"  {model}: {EXACT_ONLY}" for model in self.exact_only]
         for scope in [*self.pairs, *([self.overall] if self.overall else [])]:
-            compared = "in both" if scope.kind == "pair" else "in two or more releases"
+            compared = "in either" if scope.kind == "pair" else "in any release"
             outside = (f" (and {scope.records_outside_claim} only by adversaries "
                        f"{OUTSIDE_CLAIM})" if scope.records_outside_claim else "")
             lines.append(f"  {scope.name}: {scope.records_compared} records {compared}, "
@@ -288,29 +308,37 @@ class AuditReport:
 
 
 class CrossReleaseBreachError(HistoryError):
-    """A release was refused: together with earlier releases it would breach records."""
+    """A release was refused: together with earlier releases it would breach records.
+    ``report``: the gate's findings (for ``--json``; the message stays one line)."""
 
     exit_code = 3
+
+    def __init__(self, message: str, report: AuditReport | None = None) -> None:
+        super().__init__(message)
+        self.report = report
 
 
 def audit(store: HistoryStore, dataset: str, *, k: float | None = None,
           l: float | None = None, e: float | None = None,  # noqa: E741
-          focus: int | None = None, worst: int = _N_WORST, pairs: bool = False
-          ) -> AuditReport:
+          focus: int | None = None, worst: int = _N_WORST, pairs: bool = False,
+          exact_seconds: float = EXACT_SECONDS) -> AuditReport:
     """Audit every record of ``dataset`` over all the releases that contain it, from the
     knowledge the history keeps (see the module); with ``focus``, only the records of
     release number ``focus``. ``pairs``: also every pair of releases on its own (each pair
     is intersected from its two releases: the cost grows with the square of the number of
-    releases, and a record breached in a pair is breached over all its releases too)."""
+    releases, and a record breached in a pair is breached over all its releases too).
+    ``exact_seconds``: the time the exact check of undecided records may take (see
+    :func:`judge`)."""
     infos = store.releases(dataset)  # HistoryError for an unknown dataset
     if focus is not None and focus not in {i.seq for i in infos}:
         store.release(dataset, focus)  # the error naming the releases there are
     acc = accumulated(store, dataset)
     # labels: for the row-wise intersection of released ranges (the audit proper reads none)
     views = [store.load(info, labels=True) for info in infos]
-    report = judge(acc, k=k, l=l, e=e, focus=focus, worst=worst)
+    report = judge(acc, k=k, l=l, e=e, focus=focus, worst=worst, exact_seconds=exact_seconds)
     if pairs:
-        report.pairs = pair_scopes(views, k=k, l=l, e=e, focus=focus, worst=worst)
+        report.pairs = pair_scopes(views, k=k, l=l, e=e, focus=focus, worst=worst,
+                                   exact_seconds=exact_seconds)
     from anonkit.releases.intersection import intersection_scopes
 
     report.intersections = intersection_scopes(views, k)
@@ -319,35 +347,45 @@ def audit(store: HistoryStore, dataset: str, *, k: float | None = None,
 
 def audit_views(views: Sequence[ReleaseView], *, k: float | None = None,
                 l: float | None = None, e: float | None = None,  # noqa: E741
-                focus: int | None = None, worst: int = _N_WORST, pairs: bool = False
-                ) -> AuditReport:
-    """The audit of releases already loaded (in publication order); ``focus`` and
-    ``pairs`` as in :func:`audit`."""
+                focus: int | None = None, worst: int = _N_WORST, pairs: bool = False,
+                exact_seconds: float = EXACT_SECONDS) -> AuditReport:
+    """The audit of releases already loaded (in publication order); ``focus``, ``pairs``
+    and ``exact_seconds`` as in :func:`audit`."""
     views = sorted(views, key=lambda v: v.info.seq)
-    report = judge(fold(views), k=k, l=l, e=e, focus=focus, worst=worst)
+    report = judge(fold(views), k=k, l=l, e=e, focus=focus, worst=worst,
+                   exact_seconds=exact_seconds)
     if pairs:
-        report.pairs = pair_scopes(views, k=k, l=l, e=e, focus=focus, worst=worst)
+        report.pairs = pair_scopes(views, k=k, l=l, e=e, focus=focus, worst=worst,
+                                   exact_seconds=exact_seconds)
     return report
 
 
 def judge(acc: Accumulated, *, k: float | None = None, l: float | None = None,  # noqa: E741
-          e: float | None = None, focus: int | None = None, worst: int = _N_WORST
+          e: float | None = None, focus: int | None = None, worst: int = _N_WORST,
+          exact_seconds: float = EXACT_SECONDS, settle_when_proved: bool = True
           ) -> AuditReport:
-    """The audit of a knowledge: every record in two or more releases (with ``focus``: and
-    in release number ``focus``), over all the releases that contain it. The publish-time
-    gate is this, focused on the release about to be published."""
+    """The audit of a knowledge: every record of every release (with ``focus``: the
+    records of release number ``focus``), over all the releases that contain it -- a
+    record in one release too, since what is deduced about the others can pin it down (the
+    difference of two releases discloses whoever joined or left). The publish-time gate is
+    this judgement of every record, after adding the release about to be published.
+
+    Undecided records (breached on the values proved possible, not on those left) are
+    settled exactly where small enough (:func:`anonkit.releases.possible.settle`, at most
+    ``exact_seconds``); ``settle_when_proved=False`` skips that when a breach is already
+    proved (the gate refuses either way)."""
     given = _given(k, l, e)
     infos = [_info(r) for r in acc.releases]
     seqs = [i.seq for i in infos]
     dataset = infos[0].dataset if infos else ""
-    wanted = acc.n_in >= 2
+    wanted = np.ones(acc.n_records, dtype=bool)
     if focus is not None:
         j = seqs.index(focus)
-        in_focus = np.zeros(acc.n_records, dtype=bool)
-        in_focus[acc.in_release(j)] = True
-        wanted &= in_focus
+        wanted[:] = False
+        wanted[acc.in_release(j)] = True
     targets = np.flatnonzero(wanted)
-    overall = (_judge(acc, infos, given, worst, targets, "all", tuple(seqs))
+    overall = (_judge(acc, infos, given, worst, targets, "all", tuple(seqs),
+                      exact_seconds=exact_seconds, settle_when_proved=settle_when_proved)
                if len(seqs) >= 2 else None)
     requirements = _merge([r for i in infos for r in _requirements(i, given)])
     exact_only: list[str] = []
@@ -360,7 +398,8 @@ def judge(acc: Accumulated, *, k: float | None = None, l: float | None = None,  
 
 def pair_scopes(views: Sequence[ReleaseView], *, k: float | None = None,
                 l: float | None = None, e: float | None = None,  # noqa: E741
-                focus: int | None = None, worst: int = _N_WORST) -> list[ScopeResult]:
+                focus: int | None = None, worst: int = _N_WORST,
+                exact_seconds: float = EXACT_SECONDS) -> list[ScopeResult]:
     """Every pair of releases on its own (with ``focus``: the pairs with that release)."""
     views = sorted(views, key=lambda v: v.info.seq)
     given = _given(k, l, e)
@@ -371,8 +410,9 @@ def pair_scopes(views: Sequence[ReleaseView], *, k: float | None = None,
                 continue
             acc = fold([views[a], views[b]])
             out.append(_judge(acc, [views[a].info, views[b].info], given, worst,
-                              np.flatnonzero(acc.n_in == 2), "pair",
-                              (views[a].info.seq, views[b].info.seq)))
+                              np.arange(acc.n_records), "pair",
+                              (views[a].info.seq, views[b].info.seq),
+                              exact_seconds=exact_seconds))
     return out
 
 
@@ -405,13 +445,74 @@ def _claims(info: ReleaseInfo) -> int:
     return sum(1 << i for i, a in enumerate(ADVERSARIES) if a in claimed)
 
 
+@dataclass
+class _Check:
+    """One test of the targets: ``level`` of what the adversary cannot rule out, and
+    ``possible``, of what is proved possible; each fails below ``threshold``."""
+
+    adversary: str
+    model: str
+    measure: str
+    attribute: str | None
+    level: np.ndarray
+    possible: np.ndarray
+    threshold: np.ndarray
+    proved: np.ndarray  # fails on what is left: an exact deduction
+    breach: np.ndarray  # fails on what is proved possible (includes ``proved``)
+
+
+def _checks(acc: Accumulated, m: Measures, keys: list[tuple[str, str, str | None]],
+            threshold: np.ndarray) -> list[_Check]:
+    n = len(m.targets)
+    several = m.n_releases >= 2  # a record's own class is no cross-release identity
+    out: list[_Check] = []
+    for adversary in ADVERSARIES:
+        cand = m.candidates_qi if adversary == "qi" else m.candidates_linkage
+        for c, (model, measure, _attr) in enumerate(keys):
+            if measure == "candidates":
+                fail = several & (cand < threshold[:, c])
+                out.append(_Check(adversary, model, measure, None, cand, cand,
+                                  threshold[:, c], fail, fail))
+        for attr in acc.attributes:
+            left = m.linkage(attr) if adversary == "linkage" else m.qi(attr)
+            proved = (m.linkage(attr, proved=True) if adversary == "linkage"
+                      else m.qi(attr, proved=True))
+            d, dp, span = left
+            pd_, pdp, pspan = proved
+            consistent = d >= 1  # an empty intersection reveals nothing
+            for c, (model, measure, attribute) in enumerate(keys):
+                if attribute is not None and attribute != attr:
+                    continue
+                t = threshold[:, c]
+                if measure in ("distinct", "distinct_present"):
+                    level, possible = (dp, pdp) if measure == "distinct_present" else (d, pd_)
+                    out.append(_Check(adversary, model, measure, attr, level, possible, t,
+                                      consistent & (level < t), consistent & (possible < t)))
+                elif measure == "range" and acc.values[attr].numeric:
+                    known = consistent & ~np.isnan(span)
+                    out.append(_Check(adversary, model, measure, attr, span, pspan, t,
+                                      known & (span < t),
+                                      known & (np.nan_to_num(pspan, nan=0.0) < t)))
+            # a class already homogeneous in one release is no cross-release disclosure
+            open_ = consistent & ~m.homogeneous[attr]
+            out.append(_Check(adversary, PINNED, "distinct", attr, d, pd_, np.full(n, 2.0),
+                              open_ & (d == 1), open_ & (pd_ <= 1)))
+    return out
+
+
 def _judge(acc: Accumulated, infos: Sequence[ReleaseInfo], given: list[Requirement],
-           worst: int, targets: np.ndarray, kind: str, seqs: tuple[int, ...]) -> ScopeResult:
+           worst: int, targets: np.ndarray, kind: str, seqs: tuple[int, ...], *,
+           exact_seconds: float = EXACT_SECONDS, settle_when_proved: bool = True
+           ) -> ScopeResult:
     """Judge ``targets`` over all their releases. Each record is held to the strictest
     requirement of the releases it is in, and judged by the adversaries one of them claims
     to resist (a scope of releases that all claim fewer shows the others' findings, marked
-    outside the claimed threat model, without counting them)."""
-    m = _measure(acc, targets)
+    outside the claimed threat model, without counting them). A finding is *proved* when
+    the values the adversary cannot rule out already fail, else *not ruled out*: the values
+    proved possible fail, and no exact check decided it in time."""
+    st = structure(acc)
+    status = {a: entry_status(acc, a, st) for a in acc.attributes}
+    m = _measure(acc, targets, status)
     owner, rel, _ = acc.memberships(targets)
     n = len(targets)
     keys: list[tuple[str, str, str | None]] = []
@@ -432,45 +533,40 @@ def _judge(acc: Accumulated, infos: Sequence[ReleaseInfo], given: list[Requireme
         judged_bits = np.bitwise_or.reduceat(claims[rel], first)
     else:
         threshold, judged_bits = np.zeros((0, len(keys))), np.zeros(0, dtype=np.int64)
-    checks: list[tuple[str, str, str, str | None, np.ndarray, np.ndarray, np.ndarray]] = []
-    for adversary, cand in (("qi", m.candidates_qi), ("linkage", m.candidates_linkage)):
-        for c, (model, measure, _attr) in enumerate(keys):
-            if measure == "candidates":
-                checks.append((adversary, model, measure, None, cand, threshold[:, c],
-                               cand < threshold[:, c]))
+    checks = _checks(acc, m, keys, threshold)
+    undecided = np.zeros(n, dtype=bool)
+    for ch in checks:
+        undecided |= ch.breach & ~ch.proved
+    proved_claimed = any(
+        (ch.proved & ((judged_bits & (1 << list(ADVERSARIES).index(ch.adversary))) != 0)).any()
+        for ch in checks)
+    if undecided.any() and exact_seconds > 0 and (settle_when_proved or not proved_claimed):
+        deadline = time.monotonic() + exact_seconds
+        atoms = np.unique(acc.atom[targets[undecided]])
         for attr in acc.attributes:
-            d, dp, span = m.linkage(attr) if adversary == "linkage" else m.qi(attr)
-            consistent = d >= 1  # an empty intersection reveals nothing
-            for c, (model, measure, attribute) in enumerate(keys):
-                if attribute is not None and attribute != attr:
-                    continue
-                t = threshold[:, c]
-                if measure in ("distinct", "distinct_present"):
-                    level = dp if measure == "distinct_present" else d
-                    checks.append((adversary, model, measure, attr, level, t,
-                                   consistent & (level < t)))
-                elif measure == "range" and acc.values[attr].numeric:
-                    checks.append((adversary, model, measure, attr, span, t,
-                                   consistent & ~np.isnan(span) & (span < t)))
-            # a class already homogeneous in one release is no cross-release disclosure
-            checks.append((adversary, PINNED, "distinct", attr, d, np.full(n, 2.0),
-                           (d == 1) & ~m.homogeneous[attr]))
+            status[attr] = settle(acc, attr, status[attr], atoms, st, deadline=deadline)
+        m = _measure(acc, targets, status)
+        checks = _checks(acc, m, keys, threshold)
     breached_by = {a: np.zeros(n, dtype=bool) for a in ADVERSARIES}
     breached, outside = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
     findings = []
-    for adversary, model, measure, attr, level, t, mask in checks:
-        if not mask.any():
+    for ch in checks:
+        if not ch.breach.any():
             continue
-        breached_by[adversary] |= mask
-        bit = 1 << list(ADVERSARIES).index(adversary)
+        breached_by[ch.adversary] |= ch.breach
+        bit = 1 << list(ADVERSARIES).index(ch.adversary)
         judged = (judged_bits & bit) != 0
-        for part, outside_claim in ((mask & judged, False), (mask & ~judged, True)):
-            if part.any():
-                findings.append(Finding(adversary, model, measure, attr,
-                                        float(t[part].max()), int(part.sum()),
-                                        _worst(acc, infos, m, part, level, attr, worst),
-                                        outside_claim))
-                (outside if outside_claim else breached)[part] = True
+        for exact, mask, level in ((True, ch.proved, ch.level),
+                                   (False, ch.breach & ~ch.proved, ch.possible)):
+            for part, outside_claim in ((mask & judged, False), (mask & ~judged, True)):
+                if part.any():
+                    findings.append(Finding(
+                        ch.adversary, ch.model, ch.measure, ch.attribute,
+                        float(ch.threshold[part].max()), int(part.sum()),
+                        _worst(acc, infos, m, status, part, level, ch.attribute, worst,
+                               ch.adversary),
+                        outside_claim, exact))
+                    (outside if outside_claim else breached)[part] = True
     outside &= ~breached
     by_release: dict[int, tuple[int, int]] = {}
     if kind == "all" and n:
@@ -480,12 +576,16 @@ def _judge(acc: Accumulated, infos: Sequence[ReleaseInfo], given: list[Requireme
                       for i, info in enumerate(infos)}
     return ScopeResult(kind, seqs, n, int(breached.sum()), sorted(findings, key=_finding_order),
                        {a: int(mask.sum()) for a, mask in breached_by.items()},
-                       int(outside.sum()), by_release)
+                       int(outside.sum()), by_release,
+                       breached_records=m.targets[breached])
 
 
-def _worst(acc: Accumulated, infos: Sequence[ReleaseInfo], m: Measures, mask: np.ndarray,
-           level: np.ndarray, attr: str | None, worst: int) -> list[dict[str, object]]:
-    """The most exposed records of a finding: lowest level first."""
+def _worst(acc: Accumulated, infos: Sequence[ReleaseInfo], m: Measures,
+           status: dict[str, np.ndarray], mask: np.ndarray, level: np.ndarray,
+           attr: str | None, worst: int, adversary: str) -> list[dict[str, object]]:
+    """The most exposed records of a finding: lowest level first, with that adversary's
+    own evidence (the qi adversary's values left and proved possible; the linkage
+    adversary's linked records' values)."""
     idx = np.flatnonzero(mask)
     chosen = idx[np.lexsort((idx, np.nan_to_num(level[idx], nan=np.inf)))][:worst]
     owner, rel, klass = acc.memberships(m.targets[chosen])
@@ -495,32 +595,67 @@ def _worst(acc: Accumulated, infos: Sequence[ReleaseInfo], m: Measures, mask: np
         seqs = [str(infos[i].seq) for i in rel[mine]]
         releases = [acc.releases[i] for i in rel[mine]]
         classes = klass[mine]
+        record = int(m.targets[t])
         case: dict[str, object] = {
-            "record": acc.pseudonym(int(m.targets[t])).hex(),
+            "record": acc.pseudonym(record).hex(),
             "level": _number(level[t]),
+            "releases": [int(s) for s in seqs],
             "classes": dict(zip(seqs, map(int, classes), strict=True)),
             "class_sizes": {s: int(r.sizes[c]) for s, r, c in zip(seqs, releases, classes,
                                                                   strict=True)},
-            "candidates_linkage": int(m.candidates_linkage[t]),
-            "candidates_qi": _number(m.candidates_qi[t]),
         }
+        if adversary == "linkage":
+            case["candidates_linkage"] = int(m.candidates_linkage[t])
+        else:
+            case["candidates_qi"] = _number(m.candidates_qi[t])
         fake = {s: int(r.counterfeits[c]) for s, r, c in zip(seqs, releases, classes,
                                                              strict=True)}
         if any(fake.values()):
             case["class_counterfeits"] = fake
         for a in acc.attributes if attr is None else [attr]:
-            left = _values_left(acc, a, int(m.targets[t]))
-            case[f"values[{a}]"] = [_plain(v) for v in left[:_N_VALUES_SHOWN]]
-            span = m.span(a)[t]
-            if not math.isnan(span):
-                case[f"range[{a}]"] = _number(span)
+            if adversary == "qi" or not m.row_values[t]:
+                case[f"values[{a}]"] = _shown(acc, a, _atom_values(acc, a, status[a], record,
+                                                                   IMPOSSIBLE))
+                case[f"proved_possible[{a}]"] = _shown(acc, a, _atom_values(
+                    acc, a, status[a], record, POSSIBLE))
+            else:
+                case[f"values[{a}]"] = _shown(acc, a, _linked_values(acc, a, record))
         out.append(case)
     return out
 
 
-def _finding_order(f: Finding) -> tuple[int, str, str, str, bool]:
+def _atom_values(acc: Accumulated, attr: str, status: np.ndarray, record: int,
+                 at_least: int) -> np.ndarray:
+    """Value ids of the record's atom whose status is above ``at_least`` (IMPOSSIBLE: the
+    values not ruled out) or equal to it (POSSIBLE: those proved possible)."""
+    e = acc.entries[attr]
+    a = acc.atom[record]
+    lo, hi = np.searchsorted(e.atom, [a, a + 1])
+    code = status[lo:hi]
+    keep = code > at_least if at_least == IMPOSSIBLE else code == at_least
+    return e.value[lo:hi][keep]
+
+
+def _linked_values(acc: Accumulated, attr: str, record: int) -> np.ndarray:
+    """Value ids the linkage adversary sees on the rows linked to the record's."""
+    members = cell_members(acc, record)
+    values = acc.mem_value[attr][np.searchsorted(acc.mem_record, members)]
+    return np.unique(values[values >= 0])
+
+
+def _shown(acc: Accumulated, attr: str, ids: np.ndarray) -> list[object]:
+    """At most _N_VALUES_SHOWN values, in one order whatever the releases (missing last)."""
+    names = acc.values[attr].array[np.asarray(ids, dtype=np.int64)].tolist()
+    if acc.values[attr].numeric:
+        names.sort(key=lambda x: (math.isnan(x), x))
+    else:
+        names.sort(key=lambda x: (x is None, str(x)))
+    return [_plain(v) for v in names[:_N_VALUES_SHOWN]]
+
+
+def _finding_order(f: Finding) -> tuple[int, str, str, str, bool, bool]:
     return (0 if f.adversary == "qi" else 1, f.model, f.measure, f.attribute or "",
-            f.outside_claim)
+            f.outside_claim, not f.proved)
 
 
 def _number(x: float) -> float | int:

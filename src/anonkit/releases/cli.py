@@ -195,7 +195,13 @@ def publish_cmd(input_path: Path | None, dataset: str | None, key: str | None,
     from anonkit.cli import job_from, load_config
     from anonkit.hierarchy import read_arx_hierarchy
     from anonkit.io import check_output_path, read_table
-    from anonkit.releases.publish import PublishRequest, publish, refuse_history_output
+    from anonkit.releases.attacks import CrossReleaseBreachError
+    from anonkit.releases.publish import (
+        GateOverriddenWarning,
+        PublishRequest,
+        publish,
+        refuse_history_output,
+    )
     from anonkit.releases.store import HistoryLocation
 
     given = {"input": str(input_path) if input_path else None,
@@ -248,9 +254,27 @@ def publish_cmd(input_path: Path | None, dataset: str | None, key: str | None,
     if dropped:
         df = df.drop(columns=dropped)
     figures: dict[str, float] = {}
-    with _open(history, secret_file, create=True) as store:
-        info = publish(store, df, request, target, allow_breach=allow_breach,
-                       new_lineage=new_lineage, metrics=figures)
+    caught: list[warnings.WarningMessage] = []
+    try:
+        with _open(history, secret_file, create=True) as store, \
+                warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", GateOverriddenWarning)
+            try:
+                info = publish(store, df, request, target, allow_breach=allow_breach,
+                               new_lineage=new_lineage, metrics=figures)
+            except CrossReleaseBreachError as exc:
+                # the message is one line; the findings (pseudonyms, never keys) on request
+                if as_json and exc.report is not None:
+                    click.echo(json.dumps({"refused": True, "message": str(exc),
+                                           "gate": exc.report.to_dict()}, indent=1,
+                                          default=str))
+                raise
+    finally:
+        for w in caught:
+            if issubclass(w.category, GateOverriddenWarning):
+                click.echo(f"warning: {w.message}", err=True)
+            else:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     if as_json:
         click.echo(json.dumps(info.to_dict() | {"metrics": figures}, indent=1, default=str))
         return
@@ -263,6 +287,7 @@ def publish_cmd(input_path: Path | None, dataset: str | None, key: str | None,
                    f"{exact_number(verdict['measured'])}")
     for line in _own_lineage(info):
         click.echo(f"  {line}")
+    click.echo(f"  {_gate_text(info)}")
     if "count_query.relative_error" in figures:
         click.echo(f"  utility: COUNT query error {figures['count_query.relative_error']:.2%} "
                    f"(mean relative error of {int(figures['count_query.queries'])} random "
@@ -271,6 +296,26 @@ def publish_cmd(input_path: Path | None, dataset: str | None, key: str | None,
         click.echo(f"  counterfeit rows: {int(figures['m_invariance.counterfeits'])}, in "
                    f"{int(figures['m_invariance.classes_with_counterfeits'])} classes "
                    f"(per class in {target.stem}.counterfeits{target.suffix})")
+
+
+# -- the gate --------------------------------------------------------------------------------
+
+
+def _gate_text(info: ReleaseInfo) -> str:
+    """What the publish-time gate found, in one line."""
+    gate = info.gate
+    if gate is None:
+        return ("gate: none (the first release of its dataset)" if info.seq == 1
+                else "gate: not recorded (published before the history kept it)")
+    judged = gate.get("judged_records", 0)
+    if not gate.get("new_breaches"):
+        return f"gate: passed ({judged} records judged over all their releases)"
+    adversaries = gate.get("adversaries") or {}
+    who = ", ".join(f"{a} adversary: {v.get('proved', 0)} proved, "  # type: ignore[union-attr]
+                    f"{v.get('not_ruled_out', 0)} not ruled out"  # type: ignore[union-attr]
+                    for a, v in adversaries.items())  # type: ignore[union-attr]
+    return (f"gate: OVERRIDDEN with --allow-breach at {gate.get('at')}: "
+            f"{gate.get('new_breaches')} records newly breached ({who})")
 
 
 # -- lineage ---------------------------------------------------------------------------------
@@ -377,19 +422,21 @@ def list_cmd(dataset: str | None, verify: bool, as_json: bool, history: str,
     with _open(history, secret_file, read_only=True) as store:
         infos = store.releases(dataset)
     if as_json:
-        rows = [i.to_dict() | ({"file_status": i.file_status()} if verify else {})
-                for i in infos]
+        rows = [i.to_dict() | {"gate_overridden": i.gate_overridden}
+                | ({"file_status": i.file_status()} if verify else {}) for i in infos]
         click.echo(json.dumps(rows, indent=1, default=str))
         return
     if not infos:
         click.echo("the history has no releases yet")
         return
     header = ["dataset", "seq", "published (UTC)", "method", "kind", "rows", "classes",
-              "models", "file"] + (["status"] if verify else [])
+              "models", "gate", "file"] + (["status"] if verify else [])
     table = [header]
     for i in infos:
+        gate = ("OVERRIDDEN" if i.gate_overridden else "passed" if i.gate is not None
+                else "-")
         row = [_shown(i.dataset), str(i.seq), i.created_at.strftime("%Y-%m-%d %H:%M:%S"), i.method,
-               i.release_kind, str(i.n_released_rows), str(i.n_classes), _models(i),
+               i.release_kind, str(i.n_released_rows), str(i.n_classes), _models(i), gate,
                i.output_path]
         table.append(row + ([i.file_status()] if verify else []))
     widths = [max(len(r[c]) for r in table) for c in range(len(header))]
@@ -421,7 +468,8 @@ def show_cmd(dataset: str, seq: int, n_classes: int, as_json: bool, history: str
     counterfeits = int(view.counterfeits.sum())
     if as_json:
         out = info.to_dict() | {
-            "file_status": status, "counterfeits": counterfeits, "auxiliary": auxiliary,
+            "gate_overridden": info.gate_overridden, "file_status": status,
+            "counterfeits": counterfeits, "auxiliary": auxiliary,
             "method_state": has_state,
             "class_sizes": {"min": int(sizes.min()), "median": float(_median(sizes)),
                             "max": int(sizes.max())} if len(sizes) else {},
@@ -454,6 +502,7 @@ def show_cmd(dataset: str, seq: int, n_classes: int, as_json: bool, history: str
         lines.append(f"  kept beside   {', '.join(auxiliary) or '-'}"
                      + ("; the method's state" if has_state else ""))
     lines += [f"  {line}" for line in _own_lineage(info)]
+    lines.append(f"  {_gate_text(info)}")
     lines.append("  verdicts")
     lines += [f"    {'PASS' if v['passed'] else 'FAIL'} {v['model']} {v['parameters']}: "
               f"measured {v['measured']}" for v in info.verdicts]
@@ -495,18 +544,20 @@ def _median(sizes: object) -> float:
               help="Distinct sensitive values needed (default: the releases' l).")
 @click.option("-e", "e", type=float, default=None,
               help="Sensitive range needed (default: the releases' (k,e) e).")
+@click.option("--worst", type=click.IntRange(min=0), default=5, show_default=True,
+              help="Records shown per finding (pseudonyms, most exposed first).")
 @_history_options
 @_audit_errors
 def audit_cmd(dataset: str, report_path: Path | None, as_json: bool, focus: int | None,
-              pairs: bool, k: float | None, l_: float | None, e: float | None, history: str,
-              secret_file: Path | None) -> None:
+              pairs: bool, k: float | None, l_: float | None, e: float | None, worst: int,
+              history: str, secret_file: Path | None) -> None:
     """Judge every record of --dataset over all the releases that contain it; exit 3 on any
     breach, 2 on bad input, 1 if the audit itself failed (read-only). A gate tests the exit
     code != 0."""
     from anonkit.releases.attacks import audit
 
     with _open(history, secret_file, read_only=True) as store:
-        report = audit(store, dataset, k=k, l=l_, e=e, focus=focus, pairs=pairs)
+        report = audit(store, dataset, k=k, l=l_, e=e, focus=focus, pairs=pairs, worst=worst)
         notes = lineage_notes(store, dataset)
     if report_path is not None:
         from anonkit.releases.report import write_html

@@ -200,6 +200,9 @@ class Accumulated:
         self.row_values = np.zeros(0, dtype=bool)  # some release of it shows row values
         self.unknown_rows = np.zeros(0, dtype=bool)  # ... whose record values are not kept
         self.homogeneous: dict[str, np.ndarray] = {}  # some release left it one value
+        #: breached when a release was published over the gate (``--allow-breach``): the
+        #: gate does not refuse later releases for them again (the audit still reports them)
+        self.accepted = np.zeros(0, dtype=bool)
         # memberships, sorted by record then release
         self.mem_record = np.zeros(0, dtype=np.int64)
         self.mem_release = np.zeros(0, dtype=np.int64)
@@ -331,7 +334,7 @@ class Accumulated:
             self.keys = np.concatenate([self.keys, keys[new]])
             self._index = None
             grow = {"n_in": 0, "min_real": np.inf, "row_values": False,
-                    "unknown_rows": False, "atom": -1}
+                    "unknown_rows": False, "atom": -1, "accepted": False}
             for name, fill in grow.items():
                 old = getattr(self, name)
                 setattr(self, name, np.concatenate([old, np.full(n_new, fill,
@@ -656,20 +659,32 @@ class Measures:
     qi_values: dict[str, tuple[np.ndarray, ...]]
     linkage_values: dict[str, tuple[np.ndarray, ...]]
     homogeneous: dict[str, np.ndarray]
+    #: the same two, from the values proved possible (:mod:`anonkit.releases.possible`):
+    #: a record breached on these is *not ruled out*; on the ones above, *proved*
+    qi_possible: dict[str, tuple[np.ndarray, ...]] = field(default_factory=dict)
+    linkage_possible: dict[str, tuple[np.ndarray, ...]] = field(default_factory=dict)
 
     def span(self, attr: str) -> np.ndarray:
         return self.high[attr] - self.low[attr]
 
-    def qi(self, attr: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        d, dp, lo, hi = self.qi_values[attr]
+    def qi(self, attr: str, proved: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(distinct, distinct_present, range)`` of the values the qi adversary cannot
+        rule out (``proved``: of those proved possible)."""
+        d, dp, lo, hi = (self.qi_possible if proved else self.qi_values)[attr]
         return d, dp, hi - lo
 
-    def linkage(self, attr: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        d, dp, lo, hi = self.linkage_values[attr]
+    def linkage(self, attr: str, proved: bool = False
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        d, dp, lo, hi = (self.linkage_possible if proved else self.linkage_values)[attr]
         return d, dp, hi - lo
 
 
-def _measure(acc: Accumulated, targets: np.ndarray) -> Measures:
+def _measure(acc: Accumulated, targets: np.ndarray,
+             status: dict[str, np.ndarray] | None = None) -> Measures:
+    """What each adversary is left with per target; ``status``: per attribute, each
+    entry's status (:func:`anonkit.releases.possible.entry_status`), which narrows the
+    values left to those not ruled out and gives the values proved possible (without it,
+    both are the propagation's)."""
     targets = np.asarray(targets, dtype=np.int64)
     n_in = acc.n_in[targets]
     # linkage candidates: the cell; a record seen once: its class's records
@@ -685,6 +700,8 @@ def _measure(acc: Accumulated, targets: np.ndarray) -> Measures:
     out: dict[str, dict[str, np.ndarray]] = {k: {} for k in (
         "distinct", "distinct_present", "low", "high", "bound")}
     qi_values, linkage_values, homogeneous = {}, {}, {}
+    qi_possible: dict[str, tuple[np.ndarray, ...]] = {}
+    linkage_possible: dict[str, tuple[np.ndarray, ...]] = {}
     atom = acc.atom[targets]
     for attr in acc.attributes:
         e = acc.entries[attr]
@@ -695,18 +712,19 @@ def _measure(acc: Accumulated, targets: np.ndarray) -> Measures:
                                   (*plain, bound), strict=True):
             out[name][attr] = per_atom[atom].astype(np.float64)
         candidates_qi = np.minimum(candidates_qi, bound[atom])
-        left = e.high >= 1
-        qi = _summarize(acc, attr, e.atom[left], e.value[left], n_atoms)
-        qi_values[attr] = tuple(x[atom].astype(np.float64) for x in qi)
-        linkage_values[attr] = _linkage_values(acc, attr, targets, candidates_linkage,
-                                               qi_values[attr],
-                                               tuple(x[atom].astype(np.float64)
-                                                     for x in plain))
+        code = status[attr] if status is not None else np.where(e.high >= 1, 1, -1)
+        plain_here = tuple(x[atom].astype(np.float64) for x in plain)
+        for name, left, into in (("upper", code >= 0, qi_values),
+                                 ("lower", code > 0, qi_possible)):
+            qi = _summarize(acc, attr, e.atom[left], e.value[left], n_atoms)
+            into[attr] = tuple(x[atom].astype(np.float64) for x in qi)
+            (linkage_values if name == "upper" else linkage_possible)[attr] = _linkage_values(
+                acc, attr, targets, candidates_linkage, into[attr], plain_here)
         homogeneous[attr] = acc.homogeneous[attr][targets]
     return Measures(targets, n_in, candidates_linkage, candidates_qi,
                     acc.row_values[targets], out["distinct"], out["distinct_present"],
                     out["low"], out["high"], out["bound"], qi_values, linkage_values,
-                    homogeneous)
+                    homogeneous, qi_possible, linkage_possible)
 
 
 def _linkage_values(acc: Accumulated, attr: str, targets: np.ndarray, candidates: np.ndarray,
@@ -779,7 +797,8 @@ def to_bytes(acc: Accumulated) -> tuple[bytes, bytes]:
         "row_values": acc.row_values, "unknown_rows": acc.unknown_rows,
         "mem_release": acc.mem_release, "mem_record": acc.mem_record,
         "mem_class": acc.mem_class, "cell_owner": acc.cell_owner,
-        "cell_member": acc.cell_member, "atom": acc.atom, "atom_size": acc.atom_size}
+        "cell_member": acc.cell_member, "atom": acc.atom, "atom_size": acc.atom_size,
+        "accepted": acc.accepted}
     private: dict[str, np.ndarray] = {}
     meta: dict[str, object] = {
         "format": _STATE_FORMAT, "attributes": acc.attributes,
@@ -867,6 +886,8 @@ def from_bytes(public: bytes, private: bytes) -> Accumulated:
                      "mem_record", "mem_class", "cell_owner", "cell_member", "atom",
                      "atom_size"):
             setattr(acc, name, data[name])
+        # kept since the gate judges every record; an older state accepted none
+        acc.accepted = data.get("accepted", np.zeros(len(acc.keys), dtype=bool)).astype(bool)
         acc.values = {a: _Values(bool(v["numeric"]), v["names"])
                       for a, v in meta["values"].items()}  # type: ignore[attr-defined]
         for i, attr in enumerate(acc.attributes):

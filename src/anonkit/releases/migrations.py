@@ -20,11 +20,15 @@ knowledge state; left empty on upgrade: it is rebuilt when missing). A version-3
 writes no ``anonkit_records`` rows; the rows of the releases recorded before are kept where
 they are (nothing is deleted by an upgrade), and read only for a release without a map.
 
+Version 4 adds, per release, ``gate``: what the publish-time gate found and whether
+``--allow-breach`` overrode it. A migrated release's ``gate`` is NULL (not recorded).
+
 Opening a version-1 history upgrades it, in one transaction: columns are added with the
 defaults a version-1 release has (``generalized``, ``one-shot``, not seeded, no group column,
 no counterfeits), the new tables are created, every release gets the requirements its
 recorded verdicts imply (:func:`v1_requirements`), then the version-3 tables are added and
-filled, and the version is bumped. A version-2 history gets the last two steps. Either all
+filled, the version-4 column is added, and the version is bumped. A version-2 history
+gets the last three steps, a version-3 one the last two. Either all
 of it commits or none: a failed upgrade leaves the old history as it was.
 
 Before that, an SQLite history is copied with SQLite's online backup API to
@@ -151,6 +155,7 @@ V2_COLUMNS: tuple[sa.Column[object], ...] = (
     releases_table.c.requirements, releases_table.c.seeded, releases_table.c.group_column,
     releases_table.c.lineage, classes_table.c.counterfeits, records_table.c.person_hash,
 )
+V4_COLUMNS: tuple[sa.Column[object], ...] = (releases_table.c.gate,)
 
 
 # -- requirements of a version-1 release ---------------------------------------------------
@@ -224,7 +229,7 @@ def upgrade(engine: Engine, location: HistoryLocation) -> str | None:
                 version = conn.execute(sa.select(schema_table.c.version)).scalar()
                 if version == SCHEMA_VERSION:
                     return None  # upgraded by another process while we waited for the lock
-                if version not in (1, 2):
+                if version not in (1, 2, 3):
                     raise HistoryError(f"the history {location} has format version {version}, "
                                        f"which this anonkit (version {SCHEMA_VERSION}) cannot "
                                        f"migrate; the history was not changed")
@@ -232,7 +237,9 @@ def upgrade(engine: Engine, location: HistoryLocation) -> str | None:
                     backup = _backup(location.sqlite_path, version)
                 if version == 1:
                     _to_v2(conn)
-                _to_v3(conn)
+                if version <= 2:
+                    _to_v3(conn)
+                _add_columns(conn, V4_COLUMNS)
                 conn.execute(schema_table.update().values(version=SCHEMA_VERSION))
                 hook = MIGRATION_HOOKS.get("upgraded")
                 if hook is not None:
@@ -250,10 +257,14 @@ def upgrade(engine: Engine, location: HistoryLocation) -> str | None:
             f"{SCHEMA_VERSION}{where}")
 
 
-def _to_v2(conn: Connection) -> None:
-    for column in V2_COLUMNS:
+def _add_columns(conn: Connection, columns: Sequence[sa.Column[object]]) -> None:
+    for column in columns:
         ddl = sa.schema.CreateColumn(column).compile(dialect=conn.dialect)
         conn.exec_driver_sql(f"ALTER TABLE {column.table.name} ADD COLUMN {ddl}")
+
+
+def _to_v2(conn: Connection) -> None:
+    _add_columns(conn, V2_COLUMNS)
     for table in V2_TABLES:
         table.create(conn)
     rows = conn.execute(sa.select(releases_table.c.id, releases_table.c.verdicts)).all()

@@ -45,9 +45,11 @@ from __future__ import annotations
 import os
 import time
 import unicodedata
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
@@ -57,7 +59,7 @@ import pandas as pd
 from anonkit.errors import HistoryError, InputError
 from anonkit.hierarchy.base import Hierarchy
 from anonkit.release import Release, auxiliary_path, require_input_rows
-from anonkit.releases.attacks import AuditReport, CrossReleaseBreachError, judge
+from anonkit.releases.attacks import CrossReleaseBreachError, judge
 from anonkit.releases.knowledge import Accumulated, accumulated
 from anonkit.releases.knowledge import to_bytes as knowledge_to_bytes
 from anonkit.releases.secret import (
@@ -238,7 +240,9 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
     result = method(df, request, context)
     clock.lap("method")
     if shuffle:  # the input's order would line a person's rows up across releases
-        result.shuffle_rows(shuffle_seed)
+        seed = request.options.get("seed")
+        result.shuffle_rows(shuffle_seed if shuffle_seed is not None
+                            else seed if isinstance(seed, int) else None)
     # the boundary: regroup from the released values, evaluate the models, refuse
     # identifiers and the key, whatever the method did
     verify_release(result)
@@ -254,12 +258,13 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
     release.lineage_mark = store.last_release_id()
     release.lineage = check_lineage(store, release, new_lineage)
     clock.lap("lineage")
-    # what the adversaries know with this release: the gate judges it, the history keeps it
+    # what the adversaries know with this release: the gate judges every record (a record
+    # that joined or left is disclosed by the difference), the history keeps it
     known = (accumulated(store, request.dataset) if previous is not None
              else Accumulated(schema.sensitive))
     known.add(release.view())
-    if not allow_breach and previous is not None:
-        _refuse_breach(judge(known, focus=seq), release)
+    if previous is not None:
+        release.gate = gate(known, release, allow_breach)
     release.knowledge_state = knowledge_to_bytes(known)
     clock.lap("knowledge")
 
@@ -339,9 +344,13 @@ def prepare_release(result: Release, request: PublishRequest, seq: int,
     # every record's released value, as its entry in the multisets (kept encrypted)
     record_values = {attr: entries[positions][order]
                      for attr, entries in zip(schema.sensitive, row_entries, strict=True)}
+    # that a seed was used is recorded, never the seed: it would let a reader replay the
+    # privacy randomness (the shuffle, counterfeits' places, permutations)
+    parameters = {k: v for k, v in result.parameters.items() if k != "seed"}
+    seeded = result.seeded or result.parameters.get("seed") is not None
     return PreparedRelease(
         dataset=request.dataset, seq=seq, method=result.method,
-        parameters=dict(result.parameters), key_column=request.key,
+        parameters=parameters, key_column=request.key,
         columns=schema.describe(), quasi_identifiers=schema.quasi_identifiers,
         sensitive=schema.sensitive,
         models=[{"model": v.model, "parameters": dict(v.parameters)} for v in result.verdicts],
@@ -349,7 +358,7 @@ def prepare_release(result: Release, request: PublishRequest, seq: int,
         n_released_rows=len(result.data), class_rows=class_rows, class_values=class_values,
         record_hashes=keys.tolist(), record_classes=record_classes.tolist(),
         release_kind=result.kind.value, threat_model=result.threat_model.value,
-        requirements=requirements, seeded=result.seeded, group_column=result.group_column,
+        requirements=requirements, seeded=seeded, group_column=result.group_column,
         counterfeits=counterfeits.tolist() if counterfeits.any() else None,
         method_state=result.method_state, auxiliary=dict(result.auxiliary),
         record_values=record_values, record_persons=record_persons)
@@ -450,20 +459,53 @@ def _ranges_text(numbers: Sequence[int]) -> str:
     return f"{numbers[0]}..{numbers[-1]}" if len(numbers) > 2 else ", ".join(map(str, numbers))
 
 
-def _refuse_breach(report: AuditReport, release: PreparedRelease) -> None:
-    if not report.breached:
-        return
-    scopes = [*report.pairs, *([report.overall] if report.overall else [])]
-    # the gate judges a release by the adversaries its threat model claims to resist
-    worst = sorted(((f.records, scope, f) for scope in scopes for f in scope.findings
-                    if not f.outside_claim), key=lambda item: -item[0])[:3]
-    shown = "; ".join(f"{scope.name}: {n} records, {f.describe()}" for n, scope, f in worst)
-    raise CrossReleaseBreachError(
-        f"release {release.seq} of {release.dataset!r} was refused: together with the earlier "
-        f"releases it would breach {report.records_breached} records ({shown}). Nothing was "
-        f"written. Publish with a method that honours the history: --method m-invariance "
-        f"(a categorical sensitive attribute) or --method ke (a numeric one), or use "
-        f"stronger settings")
+class GateOverriddenWarning(UserWarning):
+    """A release was published with ``allow_breach`` over a breach the gate found."""
+
+
+def gate(known: Accumulated, release: PreparedRelease, allow_breach: bool
+         ) -> dict[str, object]:
+    """The publish-time gate: the audit's judgement of every record of the dataset with
+    the new release added (``known``). Records breached by an adversary the releases claim
+    to resist, and not already accepted by an earlier override, refuse the release
+    (:class:`CrossReleaseBreachError`, one line; the report rides on the error) unless
+    ``allow_breach``: then a :class:`GateOverriddenWarning` names them, they are marked
+    accepted in ``known``, and the returned record -- kept with the release, in the same
+    transaction -- says so."""
+    report = judge(known, settle_when_proved=False)
+    scope = report.overall
+    breached = scope.breached_records if scope is not None else np.zeros(0, dtype=np.int64)
+    new = breached[~known.accepted[breached]]
+    by_adversary = {}
+    for adversary in ("qi", "linkage"):
+        found = [f for f in (scope.findings if scope else []) if f.adversary == adversary
+                 and not f.outside_claim]
+        if found:
+            by_adversary[adversary] = {
+                "proved": max((f.records for f in found if f.proved), default=0),
+                "not_ruled_out": max((f.records for f in found if not f.proved), default=0)}
+    record: dict[str, object] = {
+        "judged_records": scope.records_compared if scope else 0,
+        "breached_records": len(breached), "new_breaches": len(new),
+        "adversaries": by_adversary, "overridden": bool(len(new)) and allow_breach,
+        "at": datetime.now(UTC).isoformat(timespec="seconds")}
+    if not len(new):
+        return record
+    names = " and ".join(f"the {a} adversary" for a in by_adversary) or "an adversary"
+    records = f"{len(new)} record{'s' if len(new) != 1 else ''}"
+    if not allow_breach:
+        raise CrossReleaseBreachError(
+            f"release {release.seq} of {release.dataset!r} refused: with the earlier releases "
+            f"it would disclose {records} to {names}; nothing was written. Publish "
+            f"with a method that honours the history (--method m-invariance for a "
+            f"categorical sensitive attribute, --method ke for a numeric one); --json shows "
+            f"the findings", report=report)
+    warnings.warn(GateOverriddenWarning(
+        f"release {release.seq} of {release.dataset!r} published over the gate "
+        f"(--allow-breach): it discloses {records} to {names}; the override is "
+        f"recorded with the release, and `anonkit release audit` reports them"), stacklevel=3)
+    known.accepted[new] = True
+    return record
 
 
 # -- validation ----------------------------------------------------------------------------

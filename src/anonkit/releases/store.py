@@ -84,7 +84,7 @@ from anonkit.releases.secret import (
     warn_if_beside,
 )
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 RELEASE_KINDS = ("generalized", "permuted", "synthetic")
 APPLICATION = "anonkit-history"
 HISTORY_ENV = "ANONKIT_HISTORY"
@@ -141,6 +141,9 @@ releases_table = sa.Table(
     # published as a new lineage (see anonkit.releases.publish.check_lineage); NULL for a
     # release migrated from version 1 (never checked)
     sa.Column("lineage", sa.JSON(none_as_null=True), nullable=True),
+    # since version 4: what the publish-time gate found, and whether --allow-breach
+    # overrode it (adversaries, records, time); NULL for a first release or a migrated one
+    sa.Column("gate", sa.JSON(none_as_null=True), nullable=True),
     # one release per (dataset, seq): the second of two concurrent publishers fails here
     sa.UniqueConstraint("dataset", "seq", name="anonkit_releases_dataset_seq"),
 )
@@ -467,6 +470,13 @@ class ReleaseInfo:
     group_column: str | None = None
     #: the lineage decision (see ``check_lineage``); None: never checked (migrated)
     lineage: dict[str, object] | None = None
+    #: the gate's judgement (see ``anonkit.releases.publish``); None: first or migrated
+    gate: dict[str, object] | None = None
+
+    @property
+    def gate_overridden(self) -> bool:
+        """Published with ``--allow-breach`` over a breach the gate found."""
+        return bool(self.gate and self.gate.get("overridden"))
 
     @property
     def passed(self) -> bool:
@@ -530,6 +540,8 @@ class PreparedRelease:
     record_persons: Sequence[bytes] | np.ndarray | None = None
     #: the lineage decision recorded with the release (see ``check_lineage``)
     lineage: dict[str, object] | None = None
+    #: the gate's judgement recorded with the release (see ``ReleaseInfo.gate``)
+    gate: dict[str, object] | None = None
     #: the history's last release id when the lineage was decided: a release of another
     #: dataset recorded after it was not seen by that decision (see ``commit_release``)
     lineage_mark: int | None = None
@@ -1681,6 +1693,7 @@ def _release_values(release: PreparedRelease) -> dict[str, object]:
         "requirements": _requirement_dicts(release.requirements),
         "seeded": bool(release.seeded), "group_column": release.group_column,
         "lineage": _jsonable(release.lineage) if release.lineage is not None else None,
+        "gate": _jsonable(release.gate) if release.gate is not None else None,
     }
 
 
@@ -1780,7 +1793,7 @@ def _info(row: sa.RowMapping) -> ReleaseInfo:
         pending_path=row["pending_path"], anonkit_version=row["anonkit_version"],
         release_kind=row["release_kind"], threat_model=row["threat_model"],
         requirements=list(row["requirements"] or []), seeded=bool(row["seeded"]),
-        group_column=row["group_column"], lineage=row["lineage"])
+        group_column=row["group_column"], lineage=row["lineage"], gate=row["gate"])
 
 
 def _ranges(numbers: Sequence[int]) -> str:
