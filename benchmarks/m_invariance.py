@@ -150,11 +150,16 @@ def history(inputs: list[Path], folder: Path, args: argparse.Namespace) -> None:
                 publish(store, read_table(path), request, folder / f"published{i + 1}.csv",
                         timings=timings)
                 print(f"  history release {i + 1}: {time.perf_counter() - t0:.2f} s "
-                      f"(method {timings.get('method', 0):.2f}, audit "
-                      f"{timings.get('audit', 0):.2f})")
+                      f"(method {timings.get('method', 0):.2f}, gate "
+                      f"{timings.get('knowledge', 0):.2f})")
             report = audit(store, "ward")
+    scope = report.overall
+    findings = [f for f in (scope.findings if scope else []) if not f.outside_claim]
     print(f"history: {time.perf_counter() - t_all:.2f} s in all; audit: "
-          f"{report.records_breached} records breached within the claimed threat model")
+          f"{report.records_breached} records breached within the claimed threat model "
+          f"({len(findings)} findings: {sum(f.proved for f in findings)} proved, "
+          f"{sum(not f.proved for f in findings)} not ruled out); "
+          f"{scope.records_compared if scope else 0:,} records judged")
 
 
 def main() -> None:

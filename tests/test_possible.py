@@ -189,3 +189,31 @@ def test_a_joiner_is_pinned_by_the_difference() -> None:
     case = pinned[0].worst[0]
     assert bytes.fromhex(str(case["record"])) == pid("p10")
     assert case["values[v]"] == ["asthma"] and case["releases"] == [2]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 40)), max_size=120),
+       st.integers(41, 60))
+def test_components_match_a_graph_library(memberships: list[tuple[int, int]],
+                                          n_classes: int) -> None:
+    """The compiled union-find gives SciPy's connected components, numbered by smallest
+    class."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    from anonkit.releases import _knowledge_c
+
+    pairs = sorted(set(memberships))
+    record = np.array([r for r, _ in pairs], dtype=np.int64)
+    klass = np.array([c for _, c in pairs], dtype=np.int64)
+    out = np.empty(n_classes, dtype=np.int64)
+    n = _knowledge_c.components(record, klass, out)
+    linked = record[1:] == record[:-1]
+    graph = coo_matrix((np.ones(int(linked.sum())), (klass[:-1][linked], klass[1:][linked])),
+                       shape=(n_classes, n_classes))
+    expected_n, labels = connected_components(graph, directed=False)
+    assert n == expected_n
+    # the same partition, numbered in order of each component's smallest class
+    first = {}
+    renumbered = [first.setdefault(int(x), len(first)) for x in labels]
+    assert out.tolist() == renumbered

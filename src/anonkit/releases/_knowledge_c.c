@@ -24,6 +24,11 @@
  *   next class's start. Writes the global position of each query (release, class, value),
  *   -1 when absent: a scan of one class's few entries instead of a binary search of all.
  *
+ * components(record, klass, out) -> n_components
+ *   Memberships sorted by record: record[i] was in global class klass[i]. Classes that
+ *   share a record are joined (union-find, path halving); writes each class's component,
+ *   numbered 0.. in order of its smallest class, and returns how many there are.
+ *
  * Only the CPython API and the buffer protocol are used (no numpy headers). The GIL is
  * released for the loops.
  */
@@ -197,7 +202,60 @@ static PyObject *c_locate(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static int64_t find_root(int64_t *parent, int64_t x) {
+    while (parent[x] != x) {
+        parent[x] = parent[parent[x]];
+        x = parent[x];
+    }
+    return x;
+}
+
+static PyObject *c_components(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer rb, kb, ob;
+    if (!PyArg_ParseTuple(args, "y*y*w*", &rb, &kb, &ob)) return NULL;
+    const int64_t *rec = rb.buf, *cls = kb.buf;
+    int64_t *out = ob.buf;
+    int64_t n = rb.len / (Py_ssize_t)sizeof(int64_t);
+    int64_t n_classes = ob.len / (Py_ssize_t)sizeof(int64_t);
+    int bad = kb.len != rb.len;
+    int64_t n_components = 0;
+    if (!bad) {
+        Py_BEGIN_ALLOW_THREADS
+        for (int64_t c = 0; c < n_classes; c++) out[c] = c;  /* out holds the parents */
+        for (int64_t i = 0; i < n && !bad; i++) {
+            if (cls[i] < 0 || cls[i] >= n_classes) { bad = 1; break; }
+            if (i == 0 || rec[i] != rec[i - 1]) continue;
+            int64_t a = find_root(out, cls[i - 1]), b = find_root(out, cls[i]);
+            if (a != b) {
+                if (a < b) out[b] = a; else out[a] = b;  /* the smaller class is the root */
+            }
+        }
+        if (!bad) {
+            /* every class points at its root (a class before it points at its root
+               already, so the walks stay valid) */
+            for (int64_t c = 0; c < n_classes; c++) out[c] = find_root(out, c);
+            /* a root is its smallest class, so it comes before its members: number the
+               roots in order (as -number - 1), then every class takes its root's */
+            for (int64_t c = 0; c < n_classes; c++) {
+                int64_t r = out[c];
+                out[c] = r == c ? -(++n_components) : out[r];
+            }
+            for (int64_t c = 0; c < n_classes; c++) out[c] = -out[c] - 1;
+        }
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&rb); PyBuffer_Release(&kb); PyBuffer_Release(&ob);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "components: a class outside the classes");
+        return NULL;
+    }
+    return PyLong_FromLongLong((long long)n_components);
+}
+
 static PyMethodDef methods[] = {
+    {"components", c_components, METH_VARARGS,
+     "Components of the classes joined by shared records (union-find)."},
     {"propagate", c_propagate, METH_VARARGS,
      "The qi adversary's constraint propagation over live atom entries."},
     {"locate", c_locate, METH_VARARGS,

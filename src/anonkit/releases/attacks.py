@@ -225,6 +225,9 @@ class ScopeResult:
     #: record ids (in the judged knowledge) of the breached records (not serialised)
     breached_records: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64),
                                          repr=False, compare=False)
+    #: False: judged on the values left only, stopped at the first proof (the gate's
+    #: shortcut): the findings not ruled out were not computed
+    complete: bool = True
 
     @property
     def name(self) -> str:
@@ -362,8 +365,8 @@ def audit_views(views: Sequence[ReleaseView], *, k: float | None = None,
 
 def judge(acc: Accumulated, *, k: float | None = None, l: float | None = None,  # noqa: E741
           e: float | None = None, focus: int | None = None, worst: int = _N_WORST,
-          exact_seconds: float = EXACT_SECONDS, settle_when_proved: bool = True
-          ) -> AuditReport:
+          exact_seconds: float = EXACT_SECONDS, settle_when_proved: bool = True,
+          stop_at_proof: np.ndarray | None = None) -> AuditReport:
     """The audit of a knowledge: every record of every release (with ``focus``: the
     records of release number ``focus``), over all the releases that contain it -- a
     record in one release too, since what is deduced about the others can pin it down (the
@@ -373,7 +376,10 @@ def judge(acc: Accumulated, *, k: float | None = None, l: float | None = None,  
     Undecided records (breached on the values proved possible, not on those left) are
     settled exactly where small enough (:func:`anonkit.releases.possible.settle`, at most
     ``exact_seconds``); ``settle_when_proved=False`` skips that when a breach is already
-    proved (the gate refuses either way)."""
+    proved (the gate refuses either way). ``stop_at_proof`` (a mask over the records, e.g.
+    those not already accepted): judge on the values left first, and stop there when a
+    record of the mask is proved breached -- the report then holds the proved findings
+    only (``ScopeResult.complete`` is False), which is all a refusal needs."""
     given = _given(k, l, e)
     infos = [_info(r) for r in acc.releases]
     seqs = [i.seq for i in infos]
@@ -385,7 +391,8 @@ def judge(acc: Accumulated, *, k: float | None = None, l: float | None = None,  
         wanted[acc.in_release(j)] = True
     targets = np.flatnonzero(wanted)
     overall = (_judge(acc, infos, given, worst, targets, "all", tuple(seqs),
-                      exact_seconds=exact_seconds, settle_when_proved=settle_when_proved)
+                      exact_seconds=exact_seconds, settle_when_proved=settle_when_proved,
+                      stop_at_proof=stop_at_proof)
                if len(seqs) >= 2 else None)
     requirements = _merge([r for i in infos for r in _requirements(i, given)])
     exact_only: list[str] = []
@@ -502,17 +509,14 @@ def _checks(acc: Accumulated, m: Measures, keys: list[tuple[str, str, str | None
 
 def _judge(acc: Accumulated, infos: Sequence[ReleaseInfo], given: list[Requirement],
            worst: int, targets: np.ndarray, kind: str, seqs: tuple[int, ...], *,
-           exact_seconds: float = EXACT_SECONDS, settle_when_proved: bool = True
-           ) -> ScopeResult:
+           exact_seconds: float = EXACT_SECONDS, settle_when_proved: bool = True,
+           stop_at_proof: np.ndarray | None = None) -> ScopeResult:
     """Judge ``targets`` over all their releases. Each record is held to the strictest
     requirement of the releases it is in, and judged by the adversaries one of them claims
     to resist (a scope of releases that all claim fewer shows the others' findings, marked
     outside the claimed threat model, without counting them). A finding is *proved* when
     the values the adversary cannot rule out already fail, else *not ruled out*: the values
     proved possible fail, and no exact check decided it in time."""
-    st = structure(acc)
-    status = {a: entry_status(acc, a, st) for a in acc.attributes}
-    m = _measure(acc, targets, status)
     owner, rel, _ = acc.memberships(targets)
     n = len(targets)
     keys: list[tuple[str, str, str | None]] = []
@@ -533,14 +537,32 @@ def _judge(acc: Accumulated, infos: Sequence[ReleaseInfo], given: list[Requireme
         judged_bits = np.bitwise_or.reduceat(claims[rel], first)
     else:
         threshold, judged_bits = np.zeros((0, len(keys))), np.zeros(0, dtype=np.int64)
-    checks = _checks(acc, m, keys, threshold)
+
+    def proved_claimed(checks: list[_Check], among: np.ndarray) -> bool:
+        return any((ch.proved & among & ((judged_bits & (
+            1 << list(ADVERSARIES).index(ch.adversary))) != 0)).any() for ch in checks)
+
+    complete = True
+    status = {a: np.where(acc.entries[a].high >= 1, POSSIBLE, IMPOSSIBLE).astype(np.int8)
+              for a in acc.attributes}  # the values left, as if all were possible
+    if stop_at_proof is not None:
+        m = _measure(acc, targets)  # the propagation's bound only
+        checks = _checks(acc, m, keys, threshold)
+        if proved_claimed(checks, stop_at_proof[targets]):
+            complete = False
+            for ch in checks:
+                ch.breach = ch.proved
+    if complete:
+        st = structure(acc)
+        status = {a: entry_status(acc, a, st) for a in acc.attributes}
+        # nothing is ruled out beyond the propagation yet: its values left are reused
+        m = _measure(acc, targets, status, upper=m if stop_at_proof is not None else None)
+        checks = _checks(acc, m, keys, threshold)
     undecided = np.zeros(n, dtype=bool)
     for ch in checks:
         undecided |= ch.breach & ~ch.proved
-    proved_claimed = any(
-        (ch.proved & ((judged_bits & (1 << list(ADVERSARIES).index(ch.adversary))) != 0)).any()
-        for ch in checks)
-    if undecided.any() and exact_seconds > 0 and (settle_when_proved or not proved_claimed):
+    if undecided.any() and exact_seconds > 0 and (
+            settle_when_proved or not proved_claimed(checks, np.ones(n, dtype=bool))):
         deadline = time.monotonic() + exact_seconds
         atoms = np.unique(acc.atom[targets[undecided]])
         for attr in acc.attributes:
@@ -577,7 +599,7 @@ def _judge(acc: Accumulated, infos: Sequence[ReleaseInfo], given: list[Requireme
     return ScopeResult(kind, seqs, n, int(breached.sum()), sorted(findings, key=_finding_order),
                        {a: int(mask.sum()) for a, mask in breached_by.items()},
                        int(outside.sum()), by_release,
-                       breached_records=m.targets[breached])
+                       breached_records=m.targets[breached], complete=complete)
 
 
 def _worst(acc: Accumulated, infos: Sequence[ReleaseInfo], m: Measures,

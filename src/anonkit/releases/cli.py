@@ -38,6 +38,7 @@ from anonkit.cli import (
 from anonkit.errors import AnonkitError, InputError
 from anonkit.models.base import exact_number, format_parameters
 from anonkit.options import parse_pairs
+from anonkit.releases.possible import EXACT_SECONDS
 from anonkit.releases.secret import SECRET_ENV, SECRET_FILE_ENV
 from anonkit.releases.store import DEFAULT_HISTORY, HISTORY_ENV, HistoryStore, ReleaseInfo
 
@@ -177,7 +178,12 @@ PUBLISH_KEYS = frozenset(PUBLISH_FIELDS)
                    "by show and audit.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print the published release (its history row and its utility figures) "
-                   "as JSON.")
+                   "as JSON; a refused one's findings.")
+@click.option("--exact-seconds", type=click.FloatRange(min=0), default=EXACT_SECONDS,
+              show_default=True,
+              help="How long the gate may spend deciding exactly what can be deduced about "
+                   "records its bounds leave undecided; those still undecided count as "
+                   "exposed.")
 @_history_options
 @_errors
 def publish_cmd(input_path: Path | None, dataset: str | None, key: str | None,
@@ -187,7 +193,7 @@ def publish_cmd(input_path: Path | None, dataset: str | None, key: str | None,
                 output: Path | None, allow_breach: bool, new_lineage: bool, history: str,
                 secret_file: Path | None, insensitive: str | None = None,
                 drop: str | None = None, as_json: bool = False,
-                **method_values: object) -> None:
+                exact_seconds: float = EXACT_SECONDS, **method_values: object) -> None:
     """Anonymize INPUT and publish it as the next release of --dataset. Every column needs
     a role (--qi, --sensitive, --id, --insensitive, --drop; the key is never released).
     Safety switches (--allow-breach, --new-lineage) are given on the command line only."""
@@ -261,7 +267,8 @@ def publish_cmd(input_path: Path | None, dataset: str | None, key: str | None,
             warnings.simplefilter("always", GateOverriddenWarning)
             try:
                 info = publish(store, df, request, target, allow_breach=allow_breach,
-                               new_lineage=new_lineage, metrics=figures)
+                               new_lineage=new_lineage, metrics=figures,
+                               exact_seconds=exact_seconds)
             except CrossReleaseBreachError as exc:
                 # the message is one line; the findings (pseudonyms, never keys) on request
                 if as_json and exc.report is not None:
@@ -546,18 +553,24 @@ def _median(sizes: object) -> float:
               help="Sensitive range needed (default: the releases' (k,e) e).")
 @click.option("--worst", type=click.IntRange(min=0), default=5, show_default=True,
               help="Records shown per finding (pseudonyms, most exposed first).")
+@click.option("--exact-seconds", type=click.FloatRange(min=0), default=EXACT_SECONDS,
+              show_default=True,
+              help="How long to spend deciding exactly what can be deduced about records "
+                   "the bounds leave undecided; those still undecided are reported as "
+                   "not ruled out.")
 @_history_options
 @_audit_errors
 def audit_cmd(dataset: str, report_path: Path | None, as_json: bool, focus: int | None,
               pairs: bool, k: float | None, l_: float | None, e: float | None, worst: int,
-              history: str, secret_file: Path | None) -> None:
+              exact_seconds: float, history: str, secret_file: Path | None) -> None:
     """Judge every record of --dataset over all the releases that contain it; exit 3 on any
     breach, 2 on bad input, 1 if the audit itself failed (read-only). A gate tests the exit
     code != 0."""
     from anonkit.releases.attacks import audit
 
     with _open(history, secret_file, read_only=True) as store:
-        report = audit(store, dataset, k=k, l=l_, e=e, focus=focus, pairs=pairs, worst=worst)
+        report = audit(store, dataset, k=k, l=l_, e=e, focus=focus, pairs=pairs, worst=worst,
+                       exact_seconds=exact_seconds)
         notes = lineage_notes(store, dataset)
     if report_path is not None:
         from anonkit.releases.report import write_html

@@ -252,7 +252,17 @@ class Accumulated:
     def memberships(self, records: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(owner, release, class)`` of every membership of ``records`` (owner: position
         in ``records``), sorted by owner then release."""
-        owner, at = self._membership_rows(np.asarray(records, dtype=np.int64))
+        records = np.asarray(records, dtype=np.int64)
+        if len(records) == self.n_records and (
+                not len(records) or (records[0] == 0 and (np.diff(records) == 1).all())):
+            return self.mem_record, self.mem_release, self.mem_class  # every record, in order
+        if len(records) * 16 > self.n_records and (np.diff(records) > 0).all():
+            # many records, in order: one pass over the memberships beats a search each
+            position = np.full(self.n_records, -1, dtype=np.int64)
+            position[records] = np.arange(len(records))
+            at = np.flatnonzero(position[self.mem_record] >= 0)
+            return position[self.mem_record[at]], self.mem_release[at], self.mem_class[at]
+        owner, at = self._membership_rows(records)
         return owner, self.mem_release[at], self.mem_class[at]
 
     def _membership_rows(self, records: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -680,11 +690,13 @@ class Measures:
 
 
 def _measure(acc: Accumulated, targets: np.ndarray,
-             status: dict[str, np.ndarray] | None = None) -> Measures:
+             status: dict[str, np.ndarray] | None = None,
+             upper: Measures | None = None) -> Measures:
     """What each adversary is left with per target; ``status``: per attribute, each
     entry's status (:func:`anonkit.releases.possible.entry_status`), which narrows the
     values left to those not ruled out and gives the values proved possible (without it,
-    both are the propagation's)."""
+    both are the propagation's). ``upper``: the same targets measured without ``status``,
+    whose values left are reused (``status`` must rule out no more than the propagation)."""
     targets = np.asarray(targets, dtype=np.int64)
     n_in = acc.n_in[targets]
     # linkage candidates: the cell; a record seen once: its class's records
@@ -714,12 +726,21 @@ def _measure(acc: Accumulated, targets: np.ndarray,
         candidates_qi = np.minimum(candidates_qi, bound[atom])
         code = status[attr] if status is not None else np.where(e.high >= 1, 1, -1)
         plain_here = tuple(x[atom].astype(np.float64) for x in plain)
-        for name, left, into in (("upper", code >= 0, qi_values),
-                                 ("lower", code > 0, qi_possible)):
+        bounds: tuple[tuple[str, np.ndarray, dict[str, tuple[np.ndarray, ...]]], ...] = ()
+        if upper is None:
+            bounds = (("upper", code >= 0, qi_values),)
+        else:
+            qi_values[attr], linkage_values[attr] = upper.qi_values[attr], \
+                upper.linkage_values[attr]
+        if status is not None:
+            bounds += (("lower", code > 0, qi_possible),)
+        for name, left, into in bounds:
             qi = _summarize(acc, attr, e.atom[left], e.value[left], n_atoms)
             into[attr] = tuple(x[atom].astype(np.float64) for x in qi)
             (linkage_values if name == "upper" else linkage_possible)[attr] = _linkage_values(
                 acc, attr, targets, candidates_linkage, into[attr], plain_here)
+        if status is None:  # one bound: the propagation's, on both sides
+            qi_possible[attr], linkage_possible[attr] = qi_values[attr], linkage_values[attr]
         homogeneous[attr] = acc.homogeneous[attr][targets]
     return Measures(targets, n_in, candidates_linkage, candidates_qi,
                     acc.row_values[targets], out["distinct"], out["distinct_present"],

@@ -43,14 +43,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from anonkit.releases import _knowledge_c
 from anonkit.releases.knowledge import _VALUE_BITS, Accumulated, _expand
 
 #: an entry's status: proved possible / neither proved / ruled out
 POSSIBLE, UNDECIDED, IMPOSSIBLE = 1, 0, -1
 #: components with more (atom, value) entries than this are not solved exactly
 MAX_EXACT_ENTRIES = 20_000
-#: seconds one judgement may spend solving, over all components and attributes
-EXACT_SECONDS = 10.0
+#: value symmetry is looked for in components of at most this many classes: in a larger
+#: one (a one-shot method re-run on a churning table links almost every class) two values
+#: with equal counts in every class hardly occur, and sorting its entries costs most of a
+#: judgement; fewer witnesses only err towards refusal
+MAX_SYMMETRIC_CLASSES = 50_000
+#: seconds one judgement may spend solving, over all components and attributes, by
+#: default (``--exact-seconds``): what is left undecided then counts as not ruled out
+EXACT_SECONDS = 0.5
 _VALUE_MASK = (1 << _VALUE_BITS) - 1
 
 
@@ -69,17 +76,12 @@ class Structure:
 def structure(acc: Accumulated) -> Structure:
     """Components of the classes linked by shared records (a record's classes are in one
     component; so are an atom's, and a class's counterfeit rows)."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-
     class_base = np.cumsum([0, *(len(r.sizes) for r in acc.releases)]).astype(np.int64)
     n_classes = int(class_base[-1])
-    g = class_base[acc.mem_release] + acc.mem_class
-    linked = acc.mem_record[1:] == acc.mem_record[:-1]
-    a, b = g[:-1][linked], g[1:][linked]
-    graph = coo_matrix((np.ones(len(a), dtype=np.int8), (a, b)), shape=(n_classes, n_classes))
-    n_components, component = connected_components(graph, directed=False)
-    component = component.astype(np.int64)
+    g = np.ascontiguousarray(class_base[acc.mem_release] + acc.mem_class, dtype=np.int64)
+    component = np.empty(n_classes, dtype=np.int64)
+    n_components = _knowledge_c.components(
+        np.ascontiguousarray(acc.mem_record, dtype=np.int64), g, component)
     first = np.searchsorted(acc.mem_record, np.arange(acc.n_records))
     record_component = component[g[first]] if acc.n_records else np.zeros(0, dtype=np.int64)
     n_atoms = len(acc.atom_size)
@@ -87,9 +89,14 @@ def structure(acc: Accumulated) -> Structure:
     representative[acc.atom] = np.arange(acc.n_records)
     atom_component = record_component[representative] if n_atoms else np.zeros(
         0, dtype=np.int64)
-    owner, release, klass = acc.memberships(representative)
+    # an atom's classes: its representative's memberships, sorted by atom
+    chosen = np.zeros(acc.n_records, dtype=bool)
+    chosen[representative] = True
+    rows = np.flatnonzero(chosen[acc.mem_record])
+    owner = acc.atom[acc.mem_record[rows]]
+    by_atom = np.argsort(owner, kind="stable")
     return Structure(class_base, component, int(n_components), record_component,
-                     atom_component, (owner, class_base[release] + klass))
+                     atom_component, (owner[by_atom], g[rows][by_atom]))
 
 
 def truth(acc: Accumulated, attr: str) -> np.ndarray:
@@ -130,6 +137,19 @@ def _mix(x: np.ndarray) -> np.ndarray:
     return z ^ (z >> np.uint64(31))
 
 
+def _order_by(*keys: np.ndarray) -> np.ndarray:
+    """The order of rows by ``keys`` (first the most significant; non-negative integers):
+    one stable sort of the keys packed into one integer when they fit in 63 bits (numpy
+    sorts integers by radix), else a lexicographic sort."""
+    widths = [max(int(k.max()), 0).bit_length() if len(k) else 0 for k in keys]
+    if sum(widths) > 63:
+        return np.lexsort(keys[::-1])
+    packed = np.zeros(len(keys[0]), dtype=np.int64)
+    for k, w in zip(keys, widths, strict=True):
+        packed = (packed << np.int64(w)) | k.astype(np.int64)
+    return np.argsort(packed, kind="stable")
+
+
 def _symmetric_values(comp: np.ndarray, g: np.ndarray, value: np.ndarray, count: np.ndarray
                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Group the values of each component by their counts in every class of it: values of
@@ -138,7 +158,7 @@ def _symmetric_values(comp: np.ndarray, g: np.ndarray, value: np.ndarray, count:
     if not len(g):
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, empty
-    order = np.lexsort((g, value, comp))
+    order = _order_by(comp, value, g)
     comp, g, value, count = comp[order], g[order], value[order], count[order].astype(np.int64)
     start = np.flatnonzero(np.r_[True, (comp[1:] != comp[:-1]) | (value[1:] != value[:-1])])
     length = np.diff(np.r_[start, len(g)])
@@ -179,8 +199,11 @@ def entry_status(acc: Accumulated, attr: str, st: Structure | None = None) -> np
     true = truth(acc, attr)
     broken = np.bincount(st.record_component[true < 0], minlength=st.n_components) > 0
     g, value, count, _ = _class_entries(acc, attr, st)
+    classes_per_component = np.bincount(st.component, minlength=st.n_components)
     comp = st.component[g]
-    pair_comp, pair_value, group = _symmetric_values(comp, g, value, count)
+    small = classes_per_component[comp] <= MAX_SYMMETRIC_CLASSES
+    pair_comp, pair_value, group = _symmetric_values(comp[small], g[small], value[small],
+                                                     count[small])
     witnessed: list[np.ndarray] = []
     ok = np.flatnonzero(true >= 0)
     witnessed.append(acc.atom[ok] * n_values + true[ok])
@@ -199,7 +222,6 @@ def entry_status(acc: Accumulated, attr: str, st: Structure | None = None) -> np
     owner, pos = _expand(group_start[grp], group_start[grp + 1])
     witnessed.append(a_of[owner] * n_values + pair_value[members[pos]])
     # a lone class: any of its values, for every atom of it
-    classes_per_component = np.bincount(st.component, minlength=st.n_components)
     lone = classes_per_component[st.atom_component] == 1
     lone_atoms = np.flatnonzero(lone)
     if len(lone_atoms):
@@ -234,14 +256,100 @@ class Settled:
     seconds: float = 0.0
 
 
-def settle(acc: Accumulated, attr: str, status: np.ndarray, atoms: np.ndarray,
-           st: Structure, *, deadline: float, report: Settled | None = None) -> np.ndarray:
-    """Decide the undecided entries of ``atoms`` exactly (see the module), component by
-    component, smallest first, until ``deadline`` (a ``time.monotonic()`` value). Returns
-    the updated statuses; entries left undecided stay so."""
+@dataclass
+class _Block:
+    """One component's integer program: ``x`` per live entry (an atom and a value), rows
+    for the atoms' sizes and the classes' (value) counts."""
+
+    live: np.ndarray  # entry numbers
+    rows: np.ndarray  # coefficient rows (local), one per (row, column) pair
+    cols: np.ndarray
+    lower: np.ndarray  # per row
+    upper: np.ndarray
+    x_lower: np.ndarray  # per entry
+    x_upper: np.ndarray
+    targets: np.ndarray  # local positions of the entries to decide
+
+
+def _block(acc: Accumulated, attr: str, st: Structure, live: np.ndarray,
+           cv: tuple[np.ndarray, np.ndarray, np.ndarray]) -> _Block | None:
+    """The program of one component (None: a value outside its class's multiset, which only
+    a changed value explains: left undecided)."""
+    e = acc.entries[attr]
+    cv_key, need, count = cv
+    atoms_k = np.unique(e.atom[live])
+    n_atoms = len(atoms_k)
+    a_owner, a_class = st.atom_classes
+    # each live entry appears in its atom's row and in the row of each class of its atom
+    starts = np.searchsorted(a_owner, e.atom[live])
+    ends = np.searchsorted(a_owner, e.atom[live], side="right")
+    x_of, pos = _expand(starts, ends)
+    key = a_class[pos] * (1 << _VALUE_BITS) + e.value[live][x_of]
+    at = np.minimum(np.searchsorted(cv_key, key), max(len(cv_key) - 1, 0))
+    if len(key) and not (cv_key[at] == key).all():
+        return None
+    size = acc.atom_size[atoms_k].astype(np.float64)
+    return _Block(
+        live, np.concatenate([np.searchsorted(atoms_k, e.atom[live]), n_atoms + at]),
+        np.concatenate([np.arange(len(live)), x_of]),
+        np.concatenate([size, need]), np.concatenate([size, count]),
+        np.ceil(np.maximum(e.low[live], 0.0) - 1e-9),
+        np.floor(np.minimum(e.high[live], acc.atom_size[e.atom[live]]) + 1e-9),
+        np.zeros(0, dtype=np.int64))
+
+
+def _solve(blocks: list[_Block], remaining: float
+           ) -> tuple[int, list[np.ndarray], list[float]] | None:
+    """One program for independent blocks: maximise the open entries used (``y <= x``).
+    Returns the status, each block's ``x`` and each block's sum of ``y``; None: no solution
+    found in time. The blocks share nothing, so the joint maximum maximises each block."""
     from scipy.optimize import Bounds, LinearConstraint, milp
     from scipy.sparse import coo_matrix
 
+    rows, cols, lower, upper, x_lo, x_hi = [], [], [], [], [], []
+    row_at = col_at = 0
+    x_at: list[int] = []
+    for b in blocks:
+        rows.append(b.rows + row_at)
+        cols.append(b.cols + col_at)
+        lower.append(b.lower)
+        upper.append(b.upper)
+        x_lo.append(b.x_lower)
+        x_hi.append(b.x_upper)
+        x_at.append(col_at)
+        row_at += len(b.lower)
+        col_at += len(b.live)
+    n_x = col_at
+    targets = np.concatenate([b.targets + at for b, at in zip(blocks, x_at, strict=True)])
+    n_y = len(targets)
+    link = row_at + np.arange(n_y)
+    a = coo_matrix((np.concatenate([np.ones(sum(len(c) for c in cols)), np.ones(n_y),
+                                    -np.ones(n_y)]),
+                    (np.concatenate([*rows, link, link]),
+                     np.concatenate([*cols, targets, n_x + np.arange(n_y)]))),
+                   shape=(row_at + n_y, n_x + n_y)).tocsr()
+    result = milp(np.concatenate([np.zeros(n_x), -np.ones(n_y)]),
+                  constraints=LinearConstraint(a, np.concatenate([*lower, np.zeros(n_y)]),
+                                               np.concatenate([*upper, np.full(n_y, np.inf)])),
+                  integrality=np.ones(n_x + n_y),
+                  bounds=Bounds(np.concatenate([*x_lo, np.zeros(n_y)]),
+                                np.concatenate([*x_hi, np.ones(n_y)])),
+                  options={"time_limit": max(remaining, 0.01), "disp": False})
+    if result.x is None:
+        return (int(result.status), [], []) if result.status == 2 else None
+    xs = [result.x[at:at + len(b.live)] for b, at in zip(blocks, x_at, strict=True)]
+    y = result.x[n_x:]
+    bounds = np.cumsum([0, *(len(b.targets) for b in blocks)])
+    return int(result.status), xs, [float(y[bounds[i]:bounds[i + 1]].sum())
+                                    for i in range(len(blocks))]
+
+
+def settle(acc: Accumulated, attr: str, status: np.ndarray, atoms: np.ndarray,
+           st: Structure, *, deadline: float, report: Settled | None = None) -> np.ndarray:
+    """Decide the undecided entries of ``atoms`` exactly (see the module), smallest
+    component first, until ``deadline`` (a ``time.monotonic()`` value). Independent
+    components are solved together, up to :data:`MAX_EXACT_ENTRIES` entries a program.
+    Returns the updated statuses; entries left undecided stay so."""
     report = report or Settled()
     e = acc.entries[attr]
     status = status.copy()
@@ -261,85 +369,60 @@ def settle(acc: Accumulated, attr: str, status: np.ndarray, atoms: np.ndarray,
     entry_order = np.argsort(entry_comp, kind="stable")  # within a component: by atom
     entry_start = np.searchsorted(entry_comp[entry_order], np.arange(st.n_components + 1))
     size = np.bincount(entry_comp[status != IMPOSSIBLE], minlength=st.n_components)
-    a_owner, a_class = st.atom_classes
     started = time.monotonic()
+    pending: list[_Block] = []
+    batch_size = 0
+
+    def run(blocks: list[_Block]) -> None:
+        while blocks:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                report.out_of_time += len(blocks)
+                return
+            solved = _solve(blocks, remaining)
+            report.solves += 1
+            if solved is None:
+                report.out_of_time += len(blocks)
+                return
+            code, xs, used = solved
+            if code == 2:  # no assignment at all (a value changed): the upper bound stands
+                for b in blocks:
+                    status[b.live[status[b.live] == UNDECIDED]] = POSSIBLE
+                return
+            still = []
+            for b, x, y in zip(blocks, xs, used, strict=True):
+                status[b.live[(x > 0.5) & (status[b.live] == UNDECIDED)]] = POSSIBLE
+                if code == 0 and y < 0.5:
+                    # proved optimal at zero: no assignment uses any of its open entries
+                    status[b.live[b.targets]] = IMPOSSIBLE
+                    continue
+                b.targets = b.targets[status[b.live[b.targets]] == UNDECIDED]
+                if len(b.targets):
+                    still.append(b)
+            if code != 0 and len(still) == len(blocks) and all(
+                    y < 0.5 for y in used):
+                report.out_of_time += len(still)
+                return
+            blocks = still
+
     for k in comps[np.argsort(size[comps], kind="stable")]:
-        if time.monotonic() >= deadline:
-            report.out_of_time += 1
-            continue
         here = entry_order[entry_start[k]:entry_start[k + 1]]
         live = here[status[here] != IMPOSSIBLE]
         if len(live) > MAX_EXACT_ENTRIES:
             report.skipped_large += 1
             continue
-        report.components += 1
-        atoms_k = np.unique(e.atom[live])
-        local_atom = np.searchsorted(atoms_k, e.atom[live])
-        n_x = len(live)
-        # atom sums: every person of an atom has one value
-        rows = [local_atom]
-        cols = [np.arange(n_x)]
-        lb = [acc.atom_size[atoms_k].astype(np.float64)]
-        ub = [acc.atom_size[atoms_k].astype(np.float64)]
-        n_rows = len(atoms_k)
-        # class sums: per (class, value) of the component, need <= sum <= count
         in_k = cv_order[cv_start[k]:cv_start[k + 1]]
-        cv_key = cv_all[in_k]
-        # each live entry appears in the sum of each class of its atom
-        starts = np.searchsorted(a_owner, e.atom[live])
-        ends = np.searchsorted(a_owner, e.atom[live], side="right")
-        x_of, pos = _expand(starts, ends)
-        key = a_class[pos] * (1 << _VALUE_BITS) + e.value[live][x_of]
-        at = np.minimum(np.searchsorted(cv_key, key), max(len(cv_key) - 1, 0))
-        if len(key) and not (cv_key[at] == key).all():
-            continue  # a value outside its class's multiset: inconsistent, leave undecided
-        rows.append(n_rows + at)
-        cols.append(x_of)
-        lb.append(need_all[in_k])
-        ub.append(count_all[in_k])
-        n_rows += len(cv_key)
-        x_lo = np.ceil(np.maximum(e.low[live], 0.0) - 1e-9)
-        x_hi = np.floor(np.minimum(e.high[live], acc.atom_size[e.atom[live]]) + 1e-9)
-        targets = np.flatnonzero(status[live] == UNDECIDED)
-        targets = targets[wanted[e.atom[live][targets]]]
-        while len(targets):
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                report.out_of_time += 1
-                break
-            n_y = len(targets)
-            # y_t <= x_t: y counts the open entries a solution uses
-            link_rows = n_rows + np.arange(n_y)
-            a = coo_matrix((np.concatenate([np.ones(sum(len(c) for c in cols)),
-                                            np.ones(n_y), -np.ones(n_y)]),
-                            (np.concatenate([*rows, link_rows, link_rows]),
-                             np.concatenate([*cols, targets, n_x + np.arange(n_y)]))),
-                           shape=(n_rows + n_y, n_x + n_y)).tocsr()
-            lower = np.concatenate([*lb, np.zeros(n_y)])
-            upper = np.concatenate([*ub, np.full(n_y, np.inf)])
-            cost = np.concatenate([np.zeros(n_x), -np.ones(n_y)])
-            result = milp(cost, constraints=LinearConstraint(a, lower, upper),
-                          integrality=np.ones(n_x + n_y),
-                          bounds=Bounds(np.concatenate([x_lo, np.zeros(n_y)]),
-                                        np.concatenate([x_hi, np.ones(n_y)])),
-                          options={"time_limit": max(remaining, 0.01), "disp": False})
-            report.solves += 1
-            if result.x is None:
-                if result.status == 2:  # infeasible: no assignment at all (values changed)
-                    status[live[status[live] == UNDECIDED]] = POSSIBLE
-                else:
-                    report.out_of_time += 1
-                break
-            used = result.x[:n_x] > 0.5
-            newly = live[used & (status[live] == UNDECIDED)]
-            status[newly] = POSSIBLE
-            if result.status == 0 and -result.fun < 0.5:
-                # proved optimal at zero: no assignment uses any of the open entries
-                status[live[targets]] = IMPOSSIBLE
-                break
-            if not len(newly) and result.status != 0:
-                report.out_of_time += 1
-                break
-            targets = targets[status[live[targets]] == UNDECIDED]
+        block = _block(acc, attr, st, live, (cv_all[in_k], need_all[in_k], count_all[in_k]))
+        if block is None:
+            continue
+        targets = np.flatnonzero((status[live] == UNDECIDED) & wanted[e.atom[live]])
+        block.targets = targets
+        report.components += 1
+        if batch_size + len(live) > MAX_EXACT_ENTRIES:
+            run(pending)
+            pending, batch_size = [], 0
+        pending.append(block)
+        batch_size += len(live)
+    run(pending)
     report.seconds += time.monotonic() - started
     return status

@@ -62,6 +62,7 @@ from anonkit.release import Release, auxiliary_path, require_input_rows
 from anonkit.releases.attacks import CrossReleaseBreachError, judge
 from anonkit.releases.knowledge import Accumulated, accumulated
 from anonkit.releases.knowledge import to_bytes as knowledge_to_bytes
+from anonkit.releases.possible import EXACT_SECONDS
 from anonkit.releases.secret import (
     PSEUDONYM_BYTES,
     canonical_keys,
@@ -179,6 +180,7 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
             output: str | os.PathLike[str], fmt: str | None = None, *,
             allow_breach: bool = False, accept_heuristic: bool = False,
             new_lineage: bool = False, shuffle: bool = True, shuffle_seed: int | None = None,
+            exact_seconds: float = EXACT_SECONDS,
             timings: dict[str, float] | None = None,
             metrics: dict[str, float] | None = None) -> ReleaseInfo:
     """Anonymize ``df`` with ``request.method`` and publish it to ``output`` as the next
@@ -204,6 +206,10 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
     The released rows are shuffled with operating-system entropy (``shuffle=False``
     keeps the method's order; ``shuffle_seed`` is for tests only): in the input's order a
     person's rows would line up across releases.
+
+    ``exact_seconds``: how long the gate may spend deciding exactly what the qi adversary
+    can deduce about records the bounds leave undecided (see
+    :mod:`anonkit.releases.possible`); those it cannot decide in time count as exposed.
 
     ``timings``, when given, receives the seconds spent per phase: ``validate``,
     ``pseudonyms``, ``method``, ``summarize``, ``lineage`` (the check of records shared with
@@ -264,7 +270,7 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
              else Accumulated(schema.sensitive))
     known.add(release.view())
     if previous is not None:
-        release.gate = gate(known, release, allow_breach)
+        release.gate = gate(known, release, allow_breach, exact_seconds)
     release.knowledge_state = knowledge_to_bytes(known)
     clock.lap("knowledge")
 
@@ -463,16 +469,19 @@ class GateOverriddenWarning(UserWarning):
     """A release was published with ``allow_breach`` over a breach the gate found."""
 
 
-def gate(known: Accumulated, release: PreparedRelease, allow_breach: bool
-         ) -> dict[str, object]:
+def gate(known: Accumulated, release: PreparedRelease, allow_breach: bool,
+         exact_seconds: float = EXACT_SECONDS) -> dict[str, object]:
     """The publish-time gate: the audit's judgement of every record of the dataset with
     the new release added (``known``). Records breached by an adversary the releases claim
     to resist, and not already accepted by an earlier override, refuse the release
     (:class:`CrossReleaseBreachError`, one line; the report rides on the error) unless
     ``allow_breach``: then a :class:`GateOverriddenWarning` names them, they are marked
     accepted in ``known``, and the returned record -- kept with the release, in the same
-    transaction -- says so."""
-    report = judge(known, settle_when_proved=False)
+    transaction -- says so. When a new breach is proved on the values left, the gate stops
+    there (the findings not ruled out are not computed: the counts it records are then at
+    least the true ones, and ``complete`` is False)."""
+    report = judge(known, settle_when_proved=False, stop_at_proof=~known.accepted,
+                   exact_seconds=exact_seconds)
     scope = report.overall
     breached = scope.breached_records if scope is not None else np.zeros(0, dtype=np.int64)
     new = breached[~known.accepted[breached]]
@@ -488,15 +497,19 @@ def gate(known: Accumulated, release: PreparedRelease, allow_breach: bool
         "judged_records": scope.records_compared if scope else 0,
         "breached_records": len(breached), "new_breaches": len(new),
         "adversaries": by_adversary, "overridden": bool(len(new)) and allow_breach,
+        "complete": scope.complete if scope else True,
         "at": datetime.now(UTC).isoformat(timespec="seconds")}
     if not len(new):
         return record
     names = " and ".join(f"the {a} adversary" for a in by_adversary) or "an adversary"
     records = f"{len(new)} record{'s' if len(new) != 1 else ''}"
     if not allow_breach:
+        proved = any(f.proved for f in (scope.findings if scope else []) if not f.outside_claim)
+        hint = ("" if proved else " (none proved: the exact check ran out of time or the "
+                "groups were too large; --exact-seconds gives it more)")
         raise CrossReleaseBreachError(
             f"release {release.seq} of {release.dataset!r} refused: with the earlier releases "
-            f"it would disclose {records} to {names}; nothing was written. Publish "
+            f"it would disclose {records} to {names}{hint}; nothing was written. Publish "
             f"with a method that honours the history (--method m-invariance for a "
             f"categorical sensitive attribute, --method ke for a numeric one); --json shows "
             f"the findings", report=report)
