@@ -175,6 +175,18 @@ def write_record_rows(store: HistoryStore) -> None:
                 conn.execute(records_table.insert(), rows)
 
 
+def as_version_3(store: HistoryStore) -> None:
+    """Make a history what version 3 was: no gate, no authentication."""
+    from anonkit.releases.store import schema_table
+
+    with store.engine.begin() as conn:
+        for column in ("gate", "auth", "content_digest"):
+            conn.exec_driver_sql(f"ALTER TABLE anonkit_releases DROP COLUMN {column}")
+        conn.exec_driver_sql("ALTER TABLE anonkit_schema DROP COLUMN chain")
+        conn.exec_driver_sql("ALTER TABLE anonkit_record_maps DROP COLUMN fingerprints")
+        conn.execute(schema_table.update().values(version=3))
+
+
 def as_version_2(store: HistoryStore) -> None:
     """Make a history what version 2 was: its records as ``anonkit_records`` rows, without
     the version-3 tables."""
@@ -184,7 +196,9 @@ def as_version_2(store: HistoryStore) -> None:
     with store.engine.begin() as conn:
         for table in (record_maps_table, knowledge_table):
             conn.exec_driver_sql(f"DROP TABLE {table.name}")
-        conn.exec_driver_sql("ALTER TABLE anonkit_releases DROP COLUMN gate")
+        for column in ("gate", "auth", "content_digest"):
+            conn.exec_driver_sql(f"ALTER TABLE anonkit_releases DROP COLUMN {column}")
+        conn.exec_driver_sql("ALTER TABLE anonkit_schema DROP COLUMN chain")
         conn.execute(schema_table.update().values(version=2))
 
 

@@ -440,7 +440,12 @@ def test_a_failed_postgres_upgrade_leaves_v1(postgres_server: TemporaryPostgres,
         assert not {c.name for c in V2_COLUMNS} & columns
         assert not sa.inspect(engine).has_table("anonkit_method_state")
         MIGRATION_HOOKS.clear()
-        assert upgrade(engine, _location(url)) is not None  # and it upgrades afterwards
+        # and it upgrades afterwards (authenticating the releases needs the secret)
+        from anonkit.releases.secret import resolve_secret
+
+        given, _ = resolve_secret(explicit=None, secret_file=secret, beside=None)
+        assert given is not None
+        assert upgrade(engine, _location(url), given) is not None
     finally:
         engine.dispose()
     assert _pg_version(url) == SCHEMA_VERSION

@@ -105,8 +105,8 @@ from anonkit.releases.possible import (
 from anonkit.releases.store import HistoryStore, ReleaseInfo, ReleaseView
 
 ADVERSARIES = {
-    "qi": "knows the target's exact quasi-identifiers and that the target is in every "
-          "release; cannot link rows across releases",
+    "qi": "knows everyone's quasi-identifiers, so every record's class or absence in every "
+          "release (who joined and who left); cannot link rows across releases",
     "linkage": "also links the target's rows across releases (a persistent pseudonym): "
                "candidates are the records that shared every one of the target's classes",
 }
@@ -228,6 +228,10 @@ class ScopeResult:
     #: False: judged on the values left only, stopped at the first proof (the gate's
     #: shortcut): the findings not ruled out were not computed
     complete: bool = True
+    #: adversary -> records it breaches in some proved finding
+    proved_by: dict[str, int] = field(default_factory=dict)
+    #: adversary -> records it breaches under a threat model that claims it (counted)
+    counted_by: dict[str, int] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -245,6 +249,8 @@ class ScopeResult:
                 "records_compared": self.records_compared,
                 "records_breached": self.records_breached,
                 "records_breached_by_adversary": dict(self.breached_by),
+                "records_proved_by_adversary": dict(self.proved_by),
+                "records_counted_by_adversary": dict(self.counted_by),
                 "records_breached_outside_claimed_threat_model": self.records_outside_claim,
                 "by_release": {str(s): {"records_compared": c, "records_breached": b}
                                for s, (c, b) in self.by_release.items()},
@@ -286,16 +292,16 @@ class AuditReport:
         }
 
     def summary(self) -> str:
+        """The first line (``audit of 'D', releases 1, 2: ...``, which scripts read), one
+        verdict per adversary, then every scope's findings."""
         lines = [f"audit of {self.dataset!r}, releases {', '.join(map(str, self.releases))}: "
                  + (f"{self.records_breached} records breached" if self.breached
-                    else "no breach found")
-                 + (f"; {self.records_outside_claim} more records only by adversaries "
-                    f"{OUTSIDE_CLAIM}s (shown, not counted)" if self.records_outside_claim
-                    else "")]
+                    else "no breach found") + self._outside_note()]
+        lines += [f"  {verdict.sentence()}" for verdict in self.verdicts()]
         if len(self.releases) < 2:
             lines.append("  (fewer than two releases: nothing to intersect)")
         lines += [f"  {model}: {EXACT_ONLY}" for model in self.exact_only]
-        for scope in [*self.pairs, *([self.overall] if self.overall else [])]:
+        for scope in self.scopes():
             compared = "in either" if scope.kind == "pair" else "in any release"
             outside = (f" (and {scope.records_outside_claim} only by adversaries "
                        f"{OUTSIDE_CLAIM})" if scope.records_outside_claim else "")
@@ -305,6 +311,87 @@ class AuditReport:
                 lines.append(f"    {f.records:>8} {f.describe()}")
         lines += [f"  {s.describe()}" for s in self.intersections]
         return "\n".join(lines)
+
+    def scopes(self) -> list[ScopeResult]:
+        """The pairs, then all releases (the order of the summary and the HTML report)."""
+        return [*self.pairs, *([self.overall] if self.overall else [])]
+
+    def verdicts(self) -> list[AdversaryVerdict]:
+        """Per adversary, what it exposes over all releases (a record breached in a pair
+        of its releases is exposed there too)."""
+        return [_verdict(adversary, self.overall) for adversary in ADVERSARIES]
+
+    def _outside_note(self) -> str:
+        """Findings outside the claimed threat models are shown but not counted: said
+        where the count is, so that "no breach found" never stands over them unqualified."""
+        if self.records_outside_claim:
+            return (f"; {self.records_outside_claim} more records only by adversaries "
+                    f"{OUTSIDE_CLAIM}s (shown, not counted)")
+        if any(f.outside_claim for scope in self.scopes() for f in scope.findings):
+            return f"; findings by adversaries {OUTSIDE_CLAIM}s shown, not counted"
+        return ""
+
+
+#: each adversary in a few words, for its verdict (ADVERSARIES describes it in full)
+_IN_A_FEW_WORDS = {"qi": "knows everyone's quasi-identifiers and who joined or left",
+                   "linkage": "also links a person's rows across releases"}
+
+
+@dataclass(frozen=True)
+class AdversaryVerdict:
+    """What one adversary exposes over all releases."""
+
+    adversary: str
+    exposed: int  # distinct records, counted or not
+    counted: int  # of them, judged under a threat model that claims the adversary
+    proved: int  # of them, in at least one proved finding
+
+    @property
+    def breach(self) -> bool:
+        """Some records count as breached (not only shown, outside the claim)."""
+        return self.counted > 0
+
+    def sentence(self) -> str:
+        """E.g. ``qi adversary (...): 12 records exposed, 10 proved and 2 not ruled out.``"""
+        few = _IN_A_FEW_WORDS.get(self.adversary, ADVERSARIES.get(self.adversary, ""))
+        claimed_by_all = all(self.adversary in c for c in CLAIMED_ADVERSARIES.values())
+        claim = "; every threat model claims to resist it" if claimed_by_all else ""
+        head = f"{self.adversary} adversary ({few}{claim}): "
+        if not self.exposed:
+            return head + "no record exposed."
+        proof = _proof_text(self.exposed, self.proved)
+        unclaiming = " or ".join(model for model, claimed in CLAIMED_ADVERSARIES.items()
+                                 if self.adversary not in claimed)
+        models = f" ({unclaiming})" if unclaiming else ""
+        if not self.breach:
+            return (head + f"{OUTSIDE_CLAIM}{models}; {records_text(self.exposed)} would be "
+                    f"exposed, {proof}, shown for information, not counted.")
+        if self.counted == self.exposed:
+            return head + f"{records_text(self.exposed)} exposed, {proof}."
+        return (head + f"{records_text(self.exposed)} exposed, {proof}; "
+                f"{self.exposed - self.counted:,} of them only in releases whose threat "
+                f"model does not claim it{models}: shown, not counted.")
+
+
+def _verdict(adversary: str, scope: ScopeResult | None) -> AdversaryVerdict:
+    if scope is None:
+        return AdversaryVerdict(adversary, 0, 0, 0)
+    return AdversaryVerdict(adversary, scope.breached_by.get(adversary, 0),
+                            scope.counted_by.get(adversary, 0),
+                            scope.proved_by.get(adversary, 0))
+
+
+def _proof_text(exposed: int, proved: int) -> str:
+    if proved == exposed:
+        return "proved" if exposed == 1 else "all proved"
+    if proved == 0:
+        return "not ruled out" if exposed == 1 else "none proved, all not ruled out"
+    return f"{proved:,} proved and {exposed - proved:,} not ruled out"
+
+
+def records_text(n: int) -> str:
+    """``1 record``, ``1,234 records``."""
+    return "1 record" if n == 1 else f"{n:,} records"
 
 
 # -- the audit ---------------------------------------------------------------------------
@@ -332,6 +419,7 @@ def audit(store: HistoryStore, dataset: str, *, k: float | None = None,
     releases, and a record breached in a pair is breached over all its releases too).
     ``exact_seconds``: the time the exact check of undecided records may take (see
     :func:`judge`)."""
+    store.refuse_if_tampered(f"the audit of {dataset!r}")
     infos = store.releases(dataset)  # HistoryError for an unknown dataset
     if focus is not None and focus not in {i.seq for i in infos}:
         store.release(dataset, focus)  # the error naming the releases there are
@@ -570,14 +658,18 @@ def _judge(acc: Accumulated, infos: Sequence[ReleaseInfo], given: list[Requireme
         m = _measure(acc, targets, status)
         checks = _checks(acc, m, keys, threshold)
     breached_by = {a: np.zeros(n, dtype=bool) for a in ADVERSARIES}
+    proved_by = {a: np.zeros(n, dtype=bool) for a in ADVERSARIES}
+    counted_by = {a: np.zeros(n, dtype=bool) for a in ADVERSARIES}
     breached, outside = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
     findings = []
     for ch in checks:
         if not ch.breach.any():
             continue
         breached_by[ch.adversary] |= ch.breach
+        proved_by[ch.adversary] |= ch.proved
         bit = 1 << list(ADVERSARIES).index(ch.adversary)
         judged = (judged_bits & bit) != 0
+        counted_by[ch.adversary] |= ch.breach & judged
         for exact, mask, level in ((True, ch.proved, ch.level),
                                    (False, ch.breach & ~ch.proved, ch.possible)):
             for part, outside_claim in ((mask & judged, False), (mask & ~judged, True)):
@@ -599,7 +691,9 @@ def _judge(acc: Accumulated, infos: Sequence[ReleaseInfo], given: list[Requireme
     return ScopeResult(kind, seqs, n, int(breached.sum()), sorted(findings, key=_finding_order),
                        {a: int(mask.sum()) for a, mask in breached_by.items()},
                        int(outside.sum()), by_release,
-                       breached_records=m.targets[breached], complete=complete)
+                       breached_records=m.targets[breached], complete=complete,
+                       proved_by={a: int(x.sum()) for a, x in proved_by.items()},
+                       counted_by={a: int(x.sum()) for a, x in counted_by.items()})
 
 
 def _worst(acc: Accumulated, infos: Sequence[ReleaseInfo], m: Measures,

@@ -38,6 +38,7 @@ from anonkit.cli import (
 from anonkit.errors import AnonkitError, InputError
 from anonkit.models.base import exact_number, format_parameters
 from anonkit.options import parse_pairs
+from anonkit.releases.chain import TamperedHistoryError
 from anonkit.releases.possible import EXACT_SECONDS
 from anonkit.releases.secret import SECRET_ENV, SECRET_FILE_ENV
 from anonkit.releases.store import DEFAULT_HISTORY, HISTORY_ENV, HistoryStore, ReleaseInfo
@@ -116,6 +117,8 @@ def _open(history: str, secret_file: Path | None, create: bool = False,
         finally:
             for w in caught:
                 click.echo(f"warning: {w.message}", err=True)
+    for line in store.tampered:
+        click.echo(f"warning: the history was changed without its secret: {line}", err=True)
     if read_only:
         for info in store.pending():
             click.echo(f"warning: release {info.seq} of {_printable(info.dataset)} is "
@@ -184,6 +187,9 @@ PUBLISH_KEYS = frozenset(PUBLISH_FIELDS)
               help="How long the gate may spend deciding exactly what can be deduced about "
                    "records its bounds leave undecided; those still undecided count as "
                    "exposed.")
+@click.option("--accept-tampered", is_flag=True,
+              help="Publish even though the history's releases do not match their "
+                   "authentication (changed without the secret). By default refused.")
 @_history_options
 @_errors
 def publish_cmd(input_path: Path | None, dataset: str | None, key: str | None,
@@ -193,7 +199,8 @@ def publish_cmd(input_path: Path | None, dataset: str | None, key: str | None,
                 output: Path | None, allow_breach: bool, new_lineage: bool, history: str,
                 secret_file: Path | None, insensitive: str | None = None,
                 drop: str | None = None, as_json: bool = False,
-                exact_seconds: float = EXACT_SECONDS, **method_values: object) -> None:
+                exact_seconds: float = EXACT_SECONDS, accept_tampered: bool = False,
+                **method_values: object) -> None:
     """Anonymize INPUT and publish it as the next release of --dataset. Every column needs
     a role (--qi, --sensitive, --id, --insensitive, --drop; the key is never released).
     Safety switches (--allow-breach, --new-lineage) are given on the command line only."""
@@ -265,6 +272,7 @@ def publish_cmd(input_path: Path | None, dataset: str | None, key: str | None,
         with _open(history, secret_file, create=True) as store, \
                 warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", GateOverriddenWarning)
+            store.accept_tampered = accept_tampered
             try:
                 info = publish(store, df, request, target, allow_breach=allow_breach,
                                new_lineage=new_lineage, metrics=figures,
@@ -558,17 +566,22 @@ def _median(sizes: object) -> float:
               help="How long to spend deciding exactly what can be deduced about records "
                    "the bounds leave undecided; those still undecided are reported as "
                    "not ruled out.")
+@click.option("--accept-tampered", is_flag=True,
+              help="Audit even though the history's releases do not match their "
+                   "authentication (changed without the secret). By default refused.")
 @_history_options
 @_audit_errors
 def audit_cmd(dataset: str, report_path: Path | None, as_json: bool, focus: int | None,
               pairs: bool, k: float | None, l_: float | None, e: float | None, worst: int,
-              exact_seconds: float, history: str, secret_file: Path | None) -> None:
+              exact_seconds: float, accept_tampered: bool, history: str,
+              secret_file: Path | None) -> None:
     """Judge every record of --dataset over all the releases that contain it; exit 3 on any
     breach, 2 on bad input, 1 if the audit itself failed (read-only). A gate tests the exit
     code != 0."""
     from anonkit.releases.attacks import audit
 
     with _open(history, secret_file, read_only=True) as store:
+        store.accept_tampered = accept_tampered
         report = audit(store, dataset, k=k, l=l_, e=e, focus=focus, pairs=pairs, worst=worst,
                        exact_seconds=exact_seconds)
         notes = lineage_notes(store, dataset)
@@ -594,13 +607,27 @@ def audit_cmd(dataset: str, report_path: Path | None, as_json: bool, focus: int 
 
 
 @release.command("recover")
+@click.option("--accept-tampered", is_flag=True,
+              help="Accept the history as it is now although its releases do not match "
+                   "their authentication (changed without the secret): authenticate them "
+                   "again. Restoring a backup is the better cure.")
 @_history_options
 @_errors
-def recover_cmd(history: str, secret_file: Path | None) -> None:
+def recover_cmd(history: str, secret_file: Path | None, accept_tampered: bool = False) -> None:
     """Finish what a killed publisher left half done (move a committed release's file to
     its name), and upgrade a history of an older format (keeping a copy of it). The next
     publish does the same; list, show and audit never write."""
     with _open(history, secret_file) as store:  # opening writable upgrades and recovers
+        if store.tampered:
+            if not accept_tampered:
+                raise TamperedHistoryError(
+                    f"the history {history} was changed without its secret "
+                    f"({store.tampered[0]}); nothing was changed. Restore it from a backup, "
+                    f"or accept it as it is now with --accept-tampered")
+            sealed = store.seal()
+            click.echo(f"accepted the history as it is now: {sealed} releases "
+                       f"authenticated again", err=True)
+            store.recovered = store.recover()
         pending = store.pending()
         for line in store.recovered:
             click.echo(f"recovered {line}")

@@ -21,7 +21,10 @@ writes no ``anonkit_records`` rows; the rows of the releases recorded before are
 they are (nothing is deleted by an upgrade), and read only for a release without a map.
 
 Version 4 adds, per release, ``gate``: what the publish-time gate found and whether
-``--allow-breach`` overrode it. A migrated release's ``gate`` is NULL (not recorded).
+``--allow-breach`` overrode it (NULL for a migrated release: not recorded), and ``auth`` and
+``content_digest``, its place in the history's authentication chain, with the chain's head
+in ``anonkit_schema.chain`` (:mod:`anonkit.releases.chain`). The upgrade authenticates every
+release as it is then.
 
 Opening a version-1 history upgrades it, in one transaction: columns are added with the
 defaults a version-1 release has (``generalized``, ``one-shot``, not seeded, no group column,
@@ -56,6 +59,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from anonkit.errors import HistoryError
 from anonkit.models.base import CrossReleaseRequirement
+from anonkit.releases.secret import Secret
 from anonkit.releases.store import (
     SCHEMA_VERSION,
     SQLITE_BUSY_TIMEOUT,
@@ -68,6 +72,7 @@ from anonkit.releases.store import (
     records_table,
     releases_table,
     schema_table,
+    seal_history,
 )
 
 #: Test seam: a step name -> a function called there (``upgraded``: every change made,
@@ -155,7 +160,10 @@ V2_COLUMNS: tuple[sa.Column[object], ...] = (
     releases_table.c.requirements, releases_table.c.seeded, releases_table.c.group_column,
     releases_table.c.lineage, classes_table.c.counterfeits, records_table.c.person_hash,
 )
-V4_COLUMNS: tuple[sa.Column[object], ...] = (releases_table.c.gate,)
+V4_COLUMNS: tuple[sa.Column[object], ...] = (
+    releases_table.c.gate, releases_table.c.auth, releases_table.c.content_digest,
+    schema_table.c.chain, record_maps_table.c.fingerprints,
+)
 
 
 # -- requirements of a version-1 release ---------------------------------------------------
@@ -213,7 +221,7 @@ def _number(value: object) -> float:
 # -- the upgrade ---------------------------------------------------------------------------
 
 
-def upgrade(engine: Engine, location: HistoryLocation) -> str | None:
+def upgrade(engine: Engine, location: HistoryLocation, secret: Secret) -> str | None:
     """Upgrade the version-1 or version-2 history behind ``engine`` to the current version
     (see the module). Returns what was done, for the user, or None when another process
     upgraded it first."""
@@ -240,6 +248,9 @@ def upgrade(engine: Engine, location: HistoryLocation) -> str | None:
                 if version <= 2:
                     _to_v3(conn)
                 _add_columns(conn, V4_COLUMNS)
+                # every release as it is now is authenticated: from here on, a change made
+                # without the secret shows (see anonkit.releases.chain)
+                seal_history(conn, secret)
                 conn.execute(schema_table.update().values(version=SCHEMA_VERSION))
                 hook = MIGRATION_HOOKS.get("upgraded")
                 if hook is not None:
@@ -258,7 +269,13 @@ def upgrade(engine: Engine, location: HistoryLocation) -> str | None:
 
 
 def _add_columns(conn: Connection, columns: Sequence[sa.Column[object]]) -> None:
+    """Add the columns a table lacks (a table the upgrade itself just created from the
+    current metadata has them already)."""
+    inspector = sa.inspect(conn)
     for column in columns:
+        present = {c["name"] for c in inspector.get_columns(column.table.name)}
+        if column.name in present:
+            continue
         ddl = sa.schema.CreateColumn(column).compile(dialect=conn.dialect)
         conn.exec_driver_sql(f"ALTER TABLE {column.table.name} ADD COLUMN {ddl}")
 

@@ -63,6 +63,7 @@ from anonkit.releases.attacks import CrossReleaseBreachError, judge
 from anonkit.releases.knowledge import Accumulated, accumulated
 from anonkit.releases.knowledge import to_bytes as knowledge_to_bytes
 from anonkit.releases.possible import EXACT_SECONDS
+from anonkit.releases.rekey import Comparison, compare, fingerprints, refusal
 from anonkit.releases.secret import (
     PSEUDONYM_BYTES,
     canonical_keys,
@@ -77,6 +78,7 @@ from anonkit.releases.store import (
     ReleaseInfo,
     ReleaseView,
     fsync_directory,
+    pseudonym_array,
     sha256_file,
     summarize_classes,
 )
@@ -228,6 +230,7 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
     _check_dataset_name(request.dataset)
     _check_column_names(request)
     check_key_column(df, request.key)
+    store.refuse_if_tampered(f"publishing to {request.dataset!r}")
     previous = store.latest(request.dataset)
     schema = _schema(df, request)
     if previous is not None:
@@ -240,6 +243,8 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
 
     clock.lap("validate")
     pseudonyms, persons = store.both_pseudonyms(request.dataset, df[request.key])
+    prints = fingerprints(df, [*schema.quasi_identifiers, *schema.sensitive],
+                          store.secret.value)
     clock.lap("pseudonyms")
     seq = previous.seq + 1 if previous is not None else 1
     context = PublishContext(store, request.dataset, seq, schema, pseudonyms, previous)
@@ -258,11 +263,13 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
     if metrics is not None:
         metrics.update(result.metrics)
     clock.lap("verify")
-    release = prepare_release(result, request, seq, pseudonyms, len(df), persons=persons)
+    release = prepare_release(result, request, seq, pseudonyms, len(df), persons=persons,
+                              fingerprints=prints)
     clock.lap("summarize")
     # read before the check: whatever is recorded after it, the commit refuses to overlook
     release.lineage_mark = store.last_release_id()
     release.lineage = check_lineage(store, release, new_lineage)
+    release.lineage["rekey"] = check_rekey(store, release, previous, new_lineage)
     clock.lap("lineage")
     # what the adversaries know with this release: the gate judges every record (a record
     # that joined or left is disclosed by the difference), the history keeps it
@@ -322,12 +329,14 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
 
 def prepare_release(result: Release, request: PublishRequest, seq: int,
                     pseudonyms: Sequence[bytes], n_input_rows: int, *,
-                    persons: Sequence[bytes] | None = None) -> PreparedRelease:
+                    persons: Sequence[bytes] | None = None,
+                    fingerprints: np.ndarray | None = None) -> PreparedRelease:
     """The history rows of a release: classes as an adversary sees them (counterfeit rows
     counted in their class), and the records -- the input rows behind released rows, as
     pseudonym -> class, sorted by pseudonym, the order the primary key index wants. A
     counterfeit or synthetic row has no record. ``persons``: every input row's
-    history-wide pseudonym (kept with its record)."""
+    history-wide pseudonym (kept with its record); ``fingerprints``: every input row's
+    content fingerprint (see :mod:`anonkit.releases.rekey`)."""
     schema = result.schema
     class_rows, class_values, row_entries = summarize_classes(
         result.data, result.class_ids, result.classes, schema.quasi_identifiers,
@@ -367,7 +376,9 @@ def prepare_release(result: Release, request: PublishRequest, seq: int,
         requirements=requirements, seeded=seeded, group_column=result.group_column,
         counterfeits=counterfeits.tolist() if counterfeits.any() else None,
         method_state=result.method_state, auxiliary=dict(result.auxiliary),
-        record_values=record_values, record_persons=record_persons)
+        record_values=record_values, record_persons=record_persons,
+        record_fingerprints=None if fingerprints is None
+        else np.asarray(fingerprints, dtype=np.uint64)[rows[order]])
 
 
 def _byte_order(keys: np.ndarray) -> np.ndarray:
@@ -438,6 +449,48 @@ def check_lineage(store: HistoryStore, release: PreparedRelease,
                                  else {"dataset": release.dataset, "seq": release.seq})
         entries.append(entry)
     return {"new_lineage": bool(new_lineage), "shared": entries}
+
+
+def check_rekey(store: HistoryStore, release: PreparedRelease, previous: ReleaseInfo | None,
+                new_lineage: bool) -> list[dict[str, object]]:
+    """Refuse a re-keyed export (see :mod:`anonkit.releases.rekey`) unless ``new_lineage``;
+    return the comparisons, to record with the release. Compared: the dataset's previous
+    release (by key and content), and the latest release of every other dataset with the
+    same columns, not declared a separate lineage (by person and content)."""
+    prints = release.record_fingerprints
+    if prints is None:
+        return []
+    keys = pseudonym_array(release.record_hashes)
+    comparisons: list[tuple[Comparison, bool]] = []
+    if previous is not None:
+        kept = store.release_fingerprints(previous)
+        if kept is not None:
+            comparisons.append((compare(keys, prints, kept[0], kept[2],
+                                        f"release {previous.seq} of {previous.dataset!r}"),
+                                True))
+    columns = sorted([*release.quasi_identifiers, *release.sensitive])
+    persons = (pseudonym_array(release.record_persons)
+               if release.record_persons is not None else None)
+    separated = _separated(store, release.dataset)
+    for dataset in store.datasets():
+        latest = store.latest(dataset) if dataset != release.dataset else None
+        if latest is None or persons is None or dataset in separated or \
+                sorted([*latest.quasi_identifiers, *latest.sensitive]) != columns:
+            continue
+        kept = store.release_fingerprints(latest)
+        if kept is not None and kept[1] is not None:
+            comparisons.append((compare(persons, prints, kept[1], kept[2],
+                                        f"release {latest.seq} of {dataset!r}"), False))
+    judged = [(c, refusal(c, same)) for c, same in comparisons]
+    refused = [why for _, why in judged if why is not None]
+    if refused and not new_lineage:
+        why = refused[0]
+        raise LineageError(
+            f"release {release.seq} of {release.dataset!r} was refused as a re-keyed "
+            f"export: {why}. Nothing was written. Publish it with its keys written as "
+            f"before; if it really starts a new lineage (a new key space, another table), "
+            f"pass --new-lineage (the decision is recorded)")
+    return [c.to_dict() | {"re_keyed": why is not None} for c, why in judged]
 
 
 def _separated(store: HistoryStore, dataset: str) -> dict[str, dict[str, object]]:

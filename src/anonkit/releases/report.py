@@ -12,35 +12,58 @@ from pathlib import Path
 import numpy as np
 
 from anonkit.models.base import exact_number
-from anonkit.releases.attacks import ADVERSARIES, EXACT_ONLY, PINNED, AuditReport, ScopeResult
+from anonkit.releases.attacks import (
+    ADVERSARIES,
+    EXACT_ONLY,
+    OUTSIDE_CLAIM,
+    PINNED,
+    AdversaryVerdict,
+    AuditReport,
+    Finding,
+    ScopeResult,
+    records_text,
+)
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
-h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; } h3 { font-size: 1em; }
 table { border-collapse: collapse; margin: .5em 0; font-size: .9em; }
 th, td { border: 1px solid #ccc; padding: .25em .6em; text-align: right; vertical-align: top; }
 th { background: #f3f3f3; } td.l, th.l { text-align: left; }
 .verdict { font-size: 1.1em; padding: .6em 1em; border-radius: .3em; display: inline-block; }
+ul.verdicts { list-style: none; padding: 0; } ul.verdicts li { margin: .4em 0; padding: .4em 1em;
+  border-left: .3em solid; }
 .bad { background: #fde2e1; color: #8a1c14; } .good { background: #e3f5e1; color: #1d5e17; }
+.note { background: #fdf1dc; color: #6b4506; }
 code { font-size: .85em; } img { max-width: 100%; }
 """
 
+#: how a worst case's evidence is headed, per adversary (see _worst in attacks.py:
+#: ``values[attr]`` is each adversary's own value set)
+_VALUES_HEADING = {"qi": "values not ruled out", "linkage": "values on its linked rows"}
+_PROVED_POSSIBLE = "proved_possible["
+#: a linkage case with no values on rows (no release of its scope shows them) carries the
+#: values counting leaves: over such releases that is all linking rows tells
+_NO_ROW_VALUES = "no release of these shows values on rows"
+_MEASURE_LEFT = {"distinct": "distinct values", "distinct_present": "distinct present values",
+                 "range": "range"}
+
 
 def render_html(report: AuditReport) -> str:
-    """The audit report: verdict, plots of breaches per release (and per release pair when
-    the pairs were audited), and the findings."""
+    """The audit report: the overall status and one verdict per adversary, plots of
+    breaches per release (and per release pair when the pairs were audited), then each
+    adversary's findings with its own evidence."""
     e = html.escape
-    verdict = (f'<p class="verdict bad">{report.records_breached} records breached across '
-               f'releases</p>' if report.breached else
-               '<p class="verdict good">No cross-release breach found</p>')
+    verdicts = report.verdicts()
     parts = [f"<!doctype html><html><head><meta charset='utf-8'>"
              f"<title>anonkit release audit: {e(report.dataset)}</title>"
              f"<style>{_STYLE}</style></head><body>",
-             f"<h1>Release audit: dataset <code>{e(report.dataset)}</code></h1>", verdict,
-             f"<p>Releases audited: {', '.join(map(str, report.releases))}.</p>",
-             "<h2>Adversaries</h2><ul>"]
-    parts += [f"<li><b>{e(name)}</b>: {e(text)}</li>" for name, text in ADVERSARIES.items()]
-    parts.append("</ul><h2>Requirements</h2><ul>")
+             f"<h1>Release audit: dataset <code>{e(report.dataset)}</code></h1>",
+             _status(report), "<ul class='verdicts'>"]
+    parts += [f"<li class='{_severity(v)}'>{e(v.sentence())}</li>" for v in verdicts]
+    parts.append("</ul>")
+    parts.append(f"<p>Releases audited: {e(', '.join(map(str, report.releases)))}.</p>")
+    parts.append("<h2>Requirements</h2><ul>")
     parts += [f"<li>{e(r.model)}{e(f' on {r.attribute!r}') if r.attribute else ''}: "
               f"{e(r.describe())}</li>" for r in report.requirements]
     parts.append(f"<li>{PINNED}: more than one candidate sensitive value (always)</li>")
@@ -49,8 +72,10 @@ def render_html(report: AuditReport) -> str:
     if report.overall is not None:
         parts.append("<h2>Breaches per release</h2>")
         parts.append("<p>Each record is judged over every release that contains it; a "
-                     "release's bar counts its records in two or more releases, and those "
-                     "of them breached.</p>")
+                     "release's bar counts its records (in it alone or in others too: a "
+                     "record that joined or left is judged as well), and those of them "
+                     "breached (findings outside the claimed threat model are not "
+                     "counted).</p>")
         parts.append(_img(_release_plot(report.overall)))
     if report.pairs:
         parts.append("<h2>Breaches per release pair</h2>")
@@ -61,8 +86,14 @@ def render_html(report: AuditReport) -> str:
         parts.append(_scope_table(report))
     else:
         parts.append("<p>Fewer than two releases: there is nothing to intersect yet.</p>")
-    for scope in [*report.pairs, *([report.overall] if report.overall else [])]:
-        parts.append(_findings_section(scope))
+    for verdict in verdicts:
+        parts.append(_adversary_section(report, verdict))
+    if report.intersections:
+        parts.append("<h2>Row-wise intersection of released ranges</h2><p>The attack the "
+                     "released labels alone allow; every record it breaches, the linkage "
+                     "adversary breaches too.</p><ul>")
+        parts += [f"<li>{e(scope.describe())}</li>" for scope in report.intersections]
+        parts.append("</ul>")
     parts.append("<h2>Machine-readable findings</h2><details><summary>JSON</summary><pre>"
                  + e(json.dumps(report.to_dict(), indent=1)) + "</pre></details>")
     parts.append("</body></html>")
@@ -79,6 +110,30 @@ def write_html(report: AuditReport, path: str | Path) -> Path:
     return path
 
 
+def _status(report: AuditReport) -> str:
+    """The overall status: what counts as breached, and never "no breach" over findings
+    outside the claimed threat model without saying so."""
+    outside = [f for scope in report.scopes() for f in scope.findings if f.outside_claim]
+    also = (f"{records_text(report.records_outside_claim)} exposed only by adversaries "
+            f"{OUTSIDE_CLAIM}s (shown below, not counted)" if report.records_outside_claim
+            else f"findings by adversaries {OUTSIDE_CLAIM}s are shown below, not counted")
+    if report.breached:
+        text = f"{records_text(report.records_breached)} breached across releases"
+        if outside:
+            text += f"; besides, {also}"
+        return f'<p class="verdict bad">{html.escape(text)}</p>'
+    if outside:
+        return (f'<p class="verdict note">No breach within the claimed threat models; '
+                f"{html.escape(also)}</p>")
+    if report.overall is None:
+        return '<p class="verdict good">Fewer than two releases: nothing to intersect yet</p>'
+    return '<p class="verdict good">No cross-release breach found</p>'
+
+
+def _severity(verdict: AdversaryVerdict) -> str:
+    return "bad" if verdict.breach else "note" if verdict.exposed else "good"
+
+
 def _scope_name(scope: ScopeResult) -> str:
     return (" & ".join(map(str, scope.releases)) if scope.kind == "pair"
             else "all releases")
@@ -86,73 +141,148 @@ def _scope_name(scope: ScopeResult) -> str:
 
 def _scope_table(report: AuditReport) -> str:
     rows = ["<table><tr><th class='l'>releases</th><th>records compared</th>"
-            "<th>breached (qi)</th><th>breached (linkage)</th><th>breached (any)</th>"
-            "<th>share</th></tr>"]
-    scopes = [*report.pairs, *([report.overall] if report.overall else [])]
-    for s in scopes:
+            "<th>exposed to qi</th><th>exposed to linkage</th><th>breached (counted)</th>"
+            f"<th>share</th><th>exposed only {OUTSIDE_CLAIM}s</th></tr>"]
+    for s in report.scopes():
         share = s.records_breached / s.records_compared if s.records_compared else 0.0
-        rows.append(f"<tr><td class='l'>{_scope_name(s)}</td><td>{s.records_compared}</td>"
+        rows.append(f"<tr><td class='l'>{html.escape(_scope_name(s))}</td>"
+                    f"<td>{s.records_compared}</td>"
                     f"<td>{s.breached_by.get('qi', 0)}</td>"
                     f"<td>{s.breached_by.get('linkage', 0)}</td>"
-                    f"<td>{s.records_breached}</td><td>{share:.1%}</td></tr>")
+                    f"<td>{s.records_breached}</td><td>{share:.1%}</td>"
+                    f"<td>{s.records_outside_claim}</td></tr>")
     rows.append("</table>")
     return "".join(rows)
 
 
-def _findings_section(scope: ScopeResult) -> str:
+def _adversary_section(report: AuditReport, verdict: AdversaryVerdict) -> str:
+    """One adversary: its verdict, then per scope its findings and their worst cases,
+    with this adversary's evidence only."""
     e = html.escape
-    title = ("Releases " + _scope_name(scope) if scope.kind == "pair"
-             else "All releases (each record over every release that contains it)")
-    out = [f"<h2>{e(title)}</h2>"]
-    if not scope.findings:
-        out.append(f"<p>{scope.records_compared} records compared, no breach.</p>")
-        return "".join(out)
-    out.append("<table><tr><th class='l'>adversary</th><th class='l'>model broken</th>"
-               "<th class='l'>attribute</th><th class='l'>requirement</th><th>records</th>"
-               "<th class='l'>worst cases</th></tr>")
-    for f in scope.findings:
-        requirement = ("one value left" if f.model == PINNED else
-                       f"{e(f.measure)} &gt;= {exact_number(f.threshold)}")
-        worst = "<br>".join(e(_case_text(case)) for case in f.worst[:3])
-        # shown, never hidden, but marked: it does not count as a breach of this release
-        outside = " <i>(outside the claimed threat model)</i>" if f.outside_claim else ""
-        out.append(f"<tr><td class='l'>{e(f.adversary)}{outside}</td>"
-                   f"<td class='l'>{e(f.model)}</td>"
-                   f"<td class='l'>{e(f.attribute or '-')}</td><td class='l'>{requirement}</td>"
-                   f"<td>{f.records}</td><td class='l'>{worst}</td></tr>")
+    adversary = verdict.adversary
+    mine = [f for scope in report.scopes() for f in scope.findings if f.adversary == adversary]
+    marker = (f" <i>({OUTSIDE_CLAIM})</i>" if mine and all(f.outside_claim for f in mine)
+              else "")
+    out = [f"<section id='adversary-{e(adversary)}'>",
+           f"<h2>Adversary {e(adversary)}{marker}</h2>",
+           f"<p>The {e(adversary)} adversary {e(ADVERSARIES.get(adversary, ''))}.</p>",
+           f"<p class='{_severity(verdict)}'>{e(verdict.sentence())}</p>"]
+    for scope in report.scopes():
+        title = ("Releases " + _scope_name(scope) if scope.kind == "pair"
+                 else "All releases (each record over every release that contains it)")
+        out.append(f"<h3>{e(title)}</h3>")
+        findings = [f for f in scope.findings if f.adversary == adversary]
+        if not findings:
+            out.append(f"<p>{scope.records_compared} records compared: none exposed to "
+                       f"this adversary.</p>")
+            continue
+        out.append(_findings_table(findings))
+        out += [_worst_table(f) for f in findings if f.worst]
+    if report.overall is None:
+        out.append("<p>Fewer than two releases: nothing to judge.</p>")
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def _requirement(f: Finding) -> str:
+    return ("one value left" if f.model == PINNED
+            else f"{html.escape(f.measure)} &gt;= {html.escape(exact_number(f.threshold))}")
+
+
+def _findings_table(findings: list[Finding]) -> str:
+    e = html.escape
+    rows = ["<table><tr><th class='l'>model broken</th><th class='l'>attribute</th>"
+            "<th class='l'>requirement</th><th>records</th><th class='l'>finding</th>"
+            "<th class='l'>counted</th></tr>"]
+    for f in findings:
+        # shown, never hidden, but marked: it does not count as a breach of these releases
+        counted = f"no: {OUTSIDE_CLAIM}" if f.outside_claim else "yes"
+        rows.append(f"<tr><td class='l'>{e(f.model)}</td><td class='l'>{e(f.attribute or '-')}"
+                    f"</td><td class='l'>{_requirement(f)}</td><td>{f.records}</td>"
+                    f"<td class='l'>{e(f.certainty)}</td><td class='l'>{e(counted)}</td></tr>")
+    rows.append("</table>")
+    return "".join(rows)
+
+
+def _worst_table(f: Finding) -> str:
+    """The finding's most exposed records: their classes, the adversary's candidates and
+    its own values per attribute (for qi also those proved possible)."""
+    e = html.escape
+    attributes = list(dict.fromkeys(
+        key[len("values["):-1] for case in f.worst for key in case
+        if key.startswith("values[")))
+    head = ["record", "classes", "candidates"]
+    if f.measure in _MEASURE_LEFT:  # the finding's measure, unless it is the candidates
+        head.append(f"{_MEASURE_LEFT[f.measure]} "
+                    + ("left" if f.proved else "proved possible"))
+    no_row_values: dict[str, list[bool]] = {}
+    for attr in attributes:
+        if f.adversary == "qi":
+            head += [f"values not ruled out ({attr})", f"proved possible ({attr})"]
+            continue
+        no_row_values[attr] = [f"{_PROVED_POSSIBLE}{attr}]" in case for case in f.worst]
+        head.append(f"values not ruled out ({attr}): {_NO_ROW_VALUES}"
+                    if all(no_row_values[attr])
+                    else f"{_VALUES_HEADING.get(f.adversary, 'values')} ({attr})")
+    attr_text = f" on {f.attribute!r}" if f.attribute else ""
+    out = [f"<p>Most exposed records, {e(f.model)}{e(attr_text)} ({e(f.certainty)}):</p>",
+           "<table><tr>" + "".join(f"<th class='l'>{e(h)}</th>" for h in head) + "</tr>"]
+    for i, case in enumerate(f.worst):
+        record = str(case.get("record", ""))[:12]
+        cells = [f"{record}…" if record else "?", _classes_text(case),
+                 _text(case.get(f"candidates_{f.adversary}", "?"))]
+        if f.measure in _MEASURE_LEFT:
+            cells.append(_text(case.get("level", "?")))
+        for attr in attributes:
+            values = _values_text(case.get(f"values[{attr}]"))
+            if f.adversary == "qi":
+                cells += [values, _values_text(case.get(f"{_PROVED_POSSIBLE}{attr}]"))]
+            elif no_row_values[attr][i] and not all(no_row_values[attr]):
+                cells.append(f"{values} (not ruled out: {_NO_ROW_VALUES})")
+            else:
+                cells.append(values)
+        out.append("<tr>" + "".join(f"<td class='l'>{e(c)}</td>" for c in cells) + "</tr>")
     out.append("</table>")
     return "".join(out)
 
 
-def _case_text(case: dict[str, object]) -> str:
-    """One worst case as a sentence: the record's pseudonym, its class in each release,
-    how many candidates each adversary is left with, and the values left."""
-    record = str(case.get("record", ""))[:12]
-    parts = [f"record {record}…" if record else "record"]
+def _classes_text(case: dict[str, object]) -> str:
+    """``r1 #0 (4 rows, 1 counterfeit)``, per release of the record."""
     classes = case.get("classes")
-    sizes = case.get("class_sizes")
-    if isinstance(classes, dict):
-        sized = sizes if isinstance(sizes, dict) else {}
-        parts.append("classes " + ", ".join(
-            f"r{seq} #{cls}" + (f" ({sized[seq]} rows)" if seq in sized else "")
-            for seq, cls in classes.items()))
-    if "candidates_linkage" in case or "candidates_qi" in case:
-        parts.append(f"candidates: {case.get('candidates_linkage', '?')} linked, "
-                     f"{case.get('candidates_qi', '?')} by QIs")
-    for key, value in case.items():
-        if key.startswith("values"):
-            shown = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
-            parts.append(f"{key[len('values'):].strip('[]') or 'values'} left: {shown}")
-        elif key.startswith("range"):
-            parts.append(f"{key[len('range'):].strip('[]') or 'values'} range left: {value}")
-    return "; ".join(parts)
+    if not isinstance(classes, dict):
+        return "?"
+    sizes, fakes = case.get("class_sizes"), case.get("class_counterfeits")
+    sizes = sizes if isinstance(sizes, dict) else {}
+    fakes = fakes if isinstance(fakes, dict) else {}
+    out = []
+    for seq, cls in classes.items():
+        detail = [f"{sizes[seq]} rows"] if seq in sizes else []
+        if fakes.get(seq):
+            detail.append(f"{fakes[seq]} counterfeit")
+        out.append(f"r{seq} #{cls}" + (f" ({', '.join(detail)})" if detail else ""))
+    return ", ".join(out)
+
+
+def _values_text(values: object) -> str:
+    if values is None:
+        return "-"
+    if not isinstance(values, list):
+        return _text(values)
+    return ", ".join(_text(v) for v in values) if values else "(none)"
+
+
+def _text(value: object) -> str:
+    """A value as shown: numbers as given, never rounded; a missing value says so."""
+    if value is None:
+        return "(missing)"
+    return exact_number(value)
 
 
 def _release_plot(overall: ScopeResult) -> bytes:
     seqs = list(overall.by_release)
     return _breach_bars(
         [str(s) for s in seqs], [overall.by_release[s][0] for s in seqs],
-        "records in two or more releases",
+        "records in the release",
         [(0.0, 0.5, [overall.by_release[s][1] for s in seqs], "#b3261e", "breached")],
         "release", "Records breached over all their releases, by release", rotate_over=20,
         inches_each=0.45)
@@ -163,7 +293,7 @@ def _pairs_plot(report: AuditReport) -> bytes:
         [_scope_name(p) for p in report.pairs], [p.records_compared for p in report.pairs],
         "records in both",
         [(offset, 0.38, [p.breached_by.get(adversary, 0) for p in report.pairs], color,
-          f"breached ({adversary} adversary)")
+          f"exposed to the {adversary} adversary")
          for offset, adversary, color in ((-0.2, "qi", "#d9822b"),
                                           (0.2, "linkage", "#b3261e"))],
         "release pair", "Records breached by intersecting two releases", rotate_over=8,

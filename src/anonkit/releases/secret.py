@@ -49,6 +49,7 @@ import binascii
 import hashlib
 import hmac
 import os
+import re
 import secrets
 import stat
 import warnings
@@ -157,7 +158,7 @@ def canonical_keys(keys: pd.Series) -> list[str]:
     ``"12"``), or as floats (``12.0``), must give the same pseudonym, otherwise the history
     loses the record. Integral numbers are written without a fraction, exactly (a float
     key of 2^63 or more is its exact integer, not a wrapped-around 64-bit one); text is
-    stripped.
+    stripped, and text that is a whole number (``00000042``, ``+42``) is that number.
     """
     if pd.api.types.is_bool_dtype(keys):
         return keys.astype(str).tolist()
@@ -174,10 +175,17 @@ def canonical_keys(keys: pd.Series) -> list[str]:
     return [_text(v) for v in keys.tolist()]
 
 
+#: a key written as a whole number (leading zeros or a sign allowed): compared as the number
+_NUMERAL = re.compile(r"[+-]?[0-9]+")
+
+
 def _text(value: object) -> str:
     if isinstance(value, float | np.floating) and float(value).is_integer():
         return str(int(value))
-    return str(value).strip()
+    text = str(value).strip()
+    # "00000042" from one export and 42 from another are one record (keys are compared as
+    # numbers when they are numerals: a re-formatted export must not escape the history)
+    return str(int(text)) if _NUMERAL.fullmatch(text) else text
 
 
 def has_lone_surrogate(text: str) -> bool:

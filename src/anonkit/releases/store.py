@@ -75,6 +75,14 @@ from sqlalchemy.engine import URL, Connection, Engine, make_url
 from anonkit.errors import ConcurrentPublishError, HistoryError
 from anonkit.io import sha256_file
 from anonkit.models.base import CrossReleaseRequirement
+from anonkit.releases.chain import (
+    TamperedHistoryError,
+    check_chain,
+    check_part,
+    head_tag,
+    part_digest,
+    release_tag,
+)
 from anonkit.releases.secret import (
     Secret,
     canonical_keys,
@@ -102,6 +110,8 @@ schema_table = sa.Table(
     sa.Column("created_by", sa.String(64), nullable=False),
     # HMAC(secret, CHECK_MESSAGE): recognises the right secret, reveals nothing of it
     sa.Column("secret_check", sa.String(64), nullable=False),
+    # since version 4: the head of the releases' authentication chain (see chain.py)
+    sa.Column("chain", sa.String(100), nullable=True),
 )
 
 releases_table = sa.Table(
@@ -144,6 +154,10 @@ releases_table = sa.Table(
     # since version 4: what the publish-time gate found, and whether --allow-breach
     # overrode it (adversaries, records, time); NULL for a first release or a migrated one
     sa.Column("gate", sa.JSON(none_as_null=True), nullable=True),
+    # since version 4: the release's HMAC in the history's chain, and the digests of its
+    # content (record map, labels, multisets, ...) that the HMAC covers (see chain.py)
+    sa.Column("auth", sa.String(64), nullable=True),
+    sa.Column("content_digest", sa.JSON(none_as_null=True), nullable=True),
     # one release per (dataset, seq): the second of two concurrent publishers fails here
     sa.UniqueConstraint("dataset", "seq", name="anonkit_releases_dataset_seq"),
 )
@@ -222,6 +236,26 @@ record_values_table = sa.Table(
     sa.Column("codes", sa.LargeBinary, nullable=False),
 )
 _VALUES_DOMAIN = b"anonkit record values\x00"
+_FINGERPRINTS_DOMAIN = b"anonkit record fingerprints\x00"
+
+
+def encrypt_fingerprints(secret: Secret, dataset: str, seq: int,
+                         prints: np.ndarray) -> bytes:
+    """A release's record fingerprints (uint64, in its record map's order), as stored."""
+    nonce = os.urandom(16)
+    data = np.ascontiguousarray(prints, dtype="<u8").tobytes()
+    context = json.dumps([dataset, int(seq)]).encode("utf-8")
+    stream = np.frombuffer(_keystream_bytes(secret, _FINGERPRINTS_DOMAIN, context, nonce,
+                                            len(data)), dtype=np.uint8)
+    return nonce + (np.frombuffer(data, dtype=np.uint8) ^ stream).tobytes()
+
+
+def decrypt_fingerprints(secret: Secret, dataset: str, seq: int, blob: bytes) -> np.ndarray:
+    nonce, data = blob[:16], np.frombuffer(blob[16:], dtype=np.uint8)
+    context = json.dumps([dataset, int(seq)]).encode("utf-8")
+    stream = np.frombuffer(_keystream_bytes(secret, _FINGERPRINTS_DOMAIN, context, nonce,
+                                            len(data)), dtype=np.uint8)
+    return np.frombuffer((data ^ stream).tobytes(), dtype="<u8").astype(np.uint64)
 
 
 def _keystream_bytes(secret: Secret, domain: bytes, context: bytes, nonce: bytes,
@@ -288,6 +322,10 @@ record_maps_table = sa.Table(
     sa.Column("sizes", sa.LargeBinary, nullable=False),
     sa.Column("counterfeits", sa.LargeBinary, nullable=False),
     sa.Column("persons", sa.LargeBinary, nullable=True),
+    # since version 4: per record (in keys' order) a keyed 64-bit fingerprint of its exact
+    # quasi-identifier and sensitive values, encrypted (nonce + XOR with a keystream): what
+    # tells a re-keyed export (see anonkit.releases.rekey); NULL: none kept
+    sa.Column("fingerprints", sa.LargeBinary, nullable=True),
     sqlite_with_rowid=False,
 )
 
@@ -472,6 +510,9 @@ class ReleaseInfo:
     lineage: dict[str, object] | None = None
     #: the gate's judgement (see ``anonkit.releases.publish``); None: first or migrated
     gate: dict[str, object] | None = None
+    #: the release's authentication and content digests (see :mod:`anonkit.releases.chain`)
+    auth: str | None = None
+    content_digest: dict[str, str] | None = None
 
     @property
     def gate_overridden(self) -> bool:
@@ -538,6 +579,9 @@ class PreparedRelease:
     #: history-wide pseudonyms, aligned with record_hashes (a list of bytes or an S16
     #: array; None: not known)
     record_persons: Sequence[bytes] | np.ndarray | None = None
+    #: per record, the fingerprint of its exact values (uint64, aligned with
+    #: record_hashes; see anonkit.releases.rekey); None: not kept
+    record_fingerprints: np.ndarray | None = None
     #: the lineage decision recorded with the release (see ``check_lineage``)
     lineage: dict[str, object] | None = None
     #: the gate's judgement recorded with the release (see ``ReleaseInfo.gate``)
@@ -795,6 +839,12 @@ class HistoryStore:
         self.read_only = False
         #: what :meth:`open` finished of publishes a killed publisher left half done
         self.recovered: list[str] = []
+        #: what does not match the releases' authentication (see chain.py); checked when
+        #: the history is opened. The gate and the audit refuse such a history unless
+        #: ``accept_tampered``; a part read later that does not match its digest is refused
+        #: the same way
+        self.tampered: list[str] = []
+        self.accept_tampered = False
 
     # -- opening ------------------------------------------------------------------------
     @classmethod
@@ -890,7 +940,7 @@ class HistoryStore:
                             f"next release; nothing was changed")
                     from anonkit.releases.migrations import upgrade
 
-                    note = upgrade(engine, location)
+                    note = upgrade(engine, location, given)
                     if note is not None:
                         warnings.warn(note, HistoryUpgradedWarning, stacklevel=2)
         except sa.exc.DBAPIError as exc:
@@ -903,7 +953,13 @@ class HistoryStore:
             warn_if_beside(given, path)
         store = cls(engine, location, given)
         store.read_only = read_only
-        if not read_only:
+        try:
+            store.tampered = store.check_chain()
+        except BaseException:
+            store.close()
+            raise
+        # recover() acts on paths read from the rows: only on an authenticated history
+        if not read_only and not store.tampered:
             try:
                 store.recovered = store.recover()
             except BaseException:
@@ -921,6 +977,35 @@ class HistoryStore:
         self.close()
 
     # -- reading ------------------------------------------------------------------------
+    # -- tamper evidence (see chain.py) -------------------------------------------------
+    def check_chain(self) -> list[str]:
+        """What does not match the releases' authentication chain (empty: nothing)."""
+        with self.engine.connect() as conn:
+            infos = [_info(row) for row in conn.execute(
+                sa.select(releases_table).order_by(releases_table.c.id)).mappings()]
+            head = conn.execute(sa.select(schema_table.c.chain)).scalar()
+        return check_chain(self.secret.value, infos, head)
+
+    def refuse_if_tampered(self, what: str) -> None:
+        """Refuse ``what`` (the gate, the audit) on a history whose authentication does not
+        match, unless ``accept_tampered``."""
+        if self.tampered and not self.accept_tampered:
+            more = f" (and {len(self.tampered) - 1} more)" if len(self.tampered) > 1 else ""
+            raise TamperedHistoryError(
+                f"{what} refused: the history {self.location} was changed without its "
+                f"secret: {self.tampered[0]}{more}. Nothing was changed. Restore the history "
+                f"from a backup, or accept it as it is now with `anonkit release recover "
+                f"--accept-tampered`, or run this once with --accept-tampered")
+
+    def seal(self) -> int:
+        """Authenticate every release as it is now (``recover --accept-tampered``): the
+        chain, the content digests and the head are recomputed. Returns the releases
+        sealed."""
+        with self._write() as conn:
+            n = seal_history(conn, self.secret)
+        self.tampered = []
+        return n
+
     def datasets(self) -> list[str]:
         with self.engine.connect() as conn:
             rows = conn.execute(sa.select(releases_table.c.dataset).distinct()
@@ -979,6 +1064,12 @@ class HistoryStore:
             raise HistoryError(f"release {release.seq} of {release.dataset!r} has "
                                f"{len(label_texts)} classes but its record map {n_classes}; "
                                f"the history is damaged")
+        accept = self.accept_tampered
+        check_part(release, "map", _map_digest(record_map), accept)
+        if labels:
+            check_part(release, "labels", _labels_digest(label_texts), accept)  # type: ignore[arg-type]
+        check_part(release, "values", _values_digest(value_rows), accept)  # type: ignore[arg-type]
+        check_part(release, "record_values", _record_values_digest(coded), accept)  # type: ignore[arg-type]
         values = {attr: ClassValues.from_parquet(attr, bytes(blob), bool(numeric))
                   for attr, numeric, blob in value_rows}
         if labels:  # one JSON parse for all classes, not one per class
@@ -1015,9 +1106,10 @@ class HistoryStore:
         return out
 
     def _insert_record_values(self, conn: Connection, release_id: int,
-                              release: PreparedRelease) -> None:
+                              release: PreparedRelease) -> list[tuple[str, bytes, bytes]]:
+        """Insert the records' encrypted values; returns (attribute, nonce, codes) rows."""
         if not release.record_values:
-            return
+            return []
         rows = []
         for attr, codes in release.record_values.items():
             nonce, blob = encrypt_record_values(self.secret, release.dataset, release.seq,
@@ -1025,6 +1117,7 @@ class HistoryStore:
             rows.append({"release_id": release_id, "attribute": attr, "nonce": nonce,
                          "codes": blob})
         conn.execute(record_values_table.insert(), rows)
+        return [(r["attribute"], r["nonce"], r["codes"]) for r in rows]  # type: ignore[misc]
 
     def method_state(self, release: ReleaseInfo) -> bytes | None:
         """The opaque state the release's method kept for its next release (None: none)."""
@@ -1117,12 +1210,33 @@ class HistoryStore:
         with self.engine.connect() as conn:
             return last_release_id(conn)
 
+    def release_fingerprints(self, release: ReleaseInfo
+                             ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray] | None:
+        """A release's record pseudonyms, their history-wide pseudonyms (None: not kept) and
+        their content fingerprints, in its record map's order (None: none kept)."""
+        maps = record_maps_table.c
+        with self.engine.connect() as conn:
+            row = conn.execute(sa.select(maps["keys"], maps.persons, maps.fingerprints)
+                               .where(maps.release_id == release.id)).first()
+        if row is None or row[2] is None:
+            return None
+        check_part(release, "fingerprints", _persons_digest(row[2]), self.accept_tampered)
+        check_part(release, "persons", _persons_digest(row[1]), self.accept_tampered)
+        keys = np.frombuffer(row[0], dtype="S16")
+        persons = None if row[1] is None else np.frombuffer(row[1], dtype="S16")
+        prints = decrypt_fingerprints(self.secret, release.dataset, release.seq, bytes(row[2]))
+        if len(prints) != len(keys):
+            raise HistoryError(f"the fingerprints of release {release.seq} of "
+                               f"{release.dataset!r} do not match its record map; the history "
+                               f"is damaged")
+        return keys, persons, prints
+
     def release_persons(self, release: ReleaseInfo) -> np.ndarray | None:
         """The history-wide pseudonyms of the release's records (S16, in the order of its
         record pseudonyms), or None when the history does not keep them (a release
         migrated from version 1, or recorded without them)."""
         with self.engine.connect() as conn:
-            return _release_persons(conn, release.id, release)
+            return _release_persons(conn, release.id, release, self.accept_tampered)
 
     def shared_records(self, dataset: str, persons: Sequence[bytes] | np.ndarray
                        ) -> list[SharedRecords]:
@@ -1139,7 +1253,7 @@ class HistoryStore:
         hits: dict[str, list[np.ndarray]] = {}
         with self.engine.connect() as conn:
             for info in others:
-                packed = _release_persons(conn, info.id, info)
+                packed = _release_persons(conn, info.id, info, self.accept_tampered)
                 entry = found.setdefault(info.dataset, SharedRecords(info.dataset))
                 if packed is None:
                     entry.unmatched_releases.append(info.seq)
@@ -1200,6 +1314,9 @@ class HistoryStore:
                     .where(releases_table.c.dataset == release.dataset)).scalar()
                 if (latest or 0) != release.seq - 1:
                     raise _lost_race(release, latest)
+                previous_auth = conn.execute(
+                    sa.select(releases_table.c.auth).order_by(releases_table.c.id.desc())
+                    .limit(1)).scalar() or ""
                 # the release row first: a concurrent publisher of the same number blocks
                 # (PostgreSQL) or fails here, before either inserts a million records
                 release_id = conn.execute(
@@ -1221,11 +1338,14 @@ class HistoryStore:
                         {"release_id": release_id, "name": name, "n_rows": len(table),
                          "content": _parquet(table)}
                         for name, table in _auxiliary(release).items()])
-                if release.class_values:
+                value_rows = [(cv.attribute, cv.numeric, cv.to_parquet())
+                              for cv in release.class_values]
+                if value_rows:
                     conn.execute(class_values_table.insert(), [
-                        {"release_id": release_id, "attribute": cv.attribute,
-                         "numeric": cv.numeric, "n_entries": len(cv.count),
-                         "multisets": cv.to_parquet()} for cv in release.class_values])
+                        {"release_id": release_id, "attribute": attribute, "numeric": numeric,
+                         "n_entries": len(cv.count), "multisets": blob}
+                        for (attribute, numeric, blob), cv in zip(
+                            value_rows, release.class_values, strict=True)])
                 # the records go into the record map alone (no anonkit_records rows: see
                 # records_table), their history-wide pseudonyms with them
                 by_id = np.argsort(np.fromiter((row[0] for row in release.class_rows),
@@ -1236,9 +1356,25 @@ class HistoryStore:
                 record_map = RecordMap.build(release.record_hashes, release.record_classes,
                                              sizes[by_id], release.counterfeit_array()[by_id],
                                              release.record_persons)
-                conn.execute(record_maps_table.insert().values(release_id=release_id,
-                                                               **record_map.row()))
-                self._insert_record_values(conn, release_id, release)
+                map_row = record_map.row()
+                prints = None
+                if release.record_fingerprints is not None:
+                    by_key = np.argsort(pseudonym_array(release.record_hashes), kind="stable")
+                    prints = encrypt_fingerprints(
+                        self.secret, release.dataset, release.seq,
+                        np.asarray(release.record_fingerprints, dtype=np.uint64)[by_key])
+                conn.execute(record_maps_table.insert().values(
+                    release_id=release_id, fingerprints=prints, **map_row))
+                coded = self._insert_record_values(conn, release_id, release)
+                labels_by_id = [row[2] for row in sorted(release.class_rows,
+                                                         key=lambda r: r[0])]
+                content = {"map": _map_digest(record_map),
+                           "persons": _persons_digest(map_row["persons"]),  # type: ignore[arg-type]
+                           "fingerprints": _persons_digest(prints),
+                           "labels": _labels_digest(labels_by_id),
+                           "values": _values_digest(value_rows),
+                           "record_values": _record_values_digest(coded)}
+                _authenticate(conn, self.secret, release_id, previous_auth, content)
                 # a state that did not see this release must not outlive it
                 conn.execute(knowledge_table.delete()
                              .where(knowledge_table.c.dataset == release.dataset))
@@ -1317,6 +1453,13 @@ class HistoryStore:
         done = []
         for info in self.pending():
             pending, output = Path(info.pending_path or ""), Path(info.output_path)
+            if not _our_pending_file(pending, output):
+                warnings.warn(
+                    f"release {info.seq} of {info.dataset!r} is pending, but its recorded "
+                    f"temporary file is not one a publish of {output.name} makes in "
+                    f"{output.parent}; it is left alone (the history may have been edited)",
+                    stacklevel=2)
+                continue
             try:
                 if pending.exists() and sha256_file(pending) == info.content_hash:
                     for name in self.auxiliary_names(info):
@@ -1381,7 +1524,8 @@ def _load_record_map(conn: Connection, release: ReleaseInfo) -> RecordMap:
 
 
 def _release_persons(conn: Connection, release_id: int,
-                     release: ReleaseInfo | None = None) -> np.ndarray | None:
+                     release: ReleaseInfo | None = None, accept_tampered: bool = False
+                     ) -> np.ndarray | None:
     """The history-wide pseudonyms of a release's records (S16, in its record map's order)
     from its record map row; None when it keeps none for some record (it cannot tell whom
     it holds). A release with no record map (none should be left after the upgrade) is
@@ -1397,6 +1541,8 @@ def _release_persons(conn: Connection, release_id: int,
             return None
         return pseudonym_array([bytes(r[0]) for r in rows])  # type: ignore[arg-type]
     n, blob = int(row[0]), row[1]
+    if release is not None:
+        check_part(release, "persons", _persons_digest(blob), accept_tampered)
     if n == 0:
         return np.zeros(0, dtype="S16")
     if blob is None:
@@ -1435,6 +1581,99 @@ def record_map_from_rows(conn: Connection, release_id: int, *,
     return RecordMap(np.ascontiguousarray(by_key["key"]), by_key["cls"], by_class["size"],
                      by_class["fake"],
                      np.ascontiguousarray(by_key["person"]) if with_persons else None)
+
+
+def _our_pending_file(pending: Path, output: Path) -> bool:
+    """Whether ``pending`` is the temporary file a publish of ``output`` makes: in the
+    output's own folder, named ``.anonkit-tmp-<pid>-<16 hex>-<output name>`` (so a row
+    edited to name any other file is never moved over anything)."""
+    from anonkit.releases.tempfiles import TMP_PREFIX, token_of
+
+    if not pending.is_absolute() or not output.is_absolute():
+        return False
+    if os.path.normpath(pending.parent) != os.path.normpath(output.parent):
+        return False
+    token = token_of(pending.name)
+    return token is not None and pending.name == f"{TMP_PREFIX}{token}-{output.name}"
+
+
+def _map_digest(record_map: RecordMap) -> str:
+    row = record_map.row()
+    return part_digest([row["keys"], row["classes"], row["sizes"],  # type: ignore[list-item]
+                        row["counterfeits"]])
+
+
+def _persons_digest(blob: bytes | None) -> str:
+    return part_digest([b"" if blob is None else b"\x01" + bytes(blob)])
+
+
+def _labels_digest(texts: Sequence[str]) -> str:
+    return part_digest(t.encode("utf-8") for t in texts)
+
+
+def _values_digest(rows: Sequence[tuple[str, bool, bytes]]) -> str:
+    return part_digest(chunk for attribute, numeric, blob in sorted(rows, key=lambda r: r[0])
+                       for chunk in (attribute.encode("utf-8"), b"1" if numeric else b"0",
+                                     bytes(blob)))
+
+
+def _record_values_digest(rows: Sequence[tuple[str, bytes, bytes]]) -> str:
+    return part_digest(chunk for attribute, nonce, codes in sorted(rows, key=lambda r: r[0])
+                       for chunk in (attribute.encode("utf-8"), bytes(nonce), bytes(codes)))
+
+
+def _authenticate(conn: Connection, secret: Secret, release_id: int, previous: str,
+                  content: dict[str, str]) -> str:
+    """Record a release's content digests and its ``auth`` (from its row as read back, so
+    the check later reads the same values), and move the history's head to it."""
+    conn.execute(releases_table.update().where(releases_table.c.id == release_id)
+                 .values(content_digest=content))
+    info = _info(conn.execute(sa.select(releases_table)
+                              .where(releases_table.c.id == release_id)).mappings().one())
+    auth = release_tag(secret.value, previous, info, content)
+    conn.execute(releases_table.update().where(releases_table.c.id == release_id)
+                 .values(auth=auth))
+    count = conn.execute(sa.select(sa.func.count()).select_from(releases_table)).scalar_one()
+    conn.execute(schema_table.update().values(chain=head_tag(secret.value, int(count), auth)))
+    return auth
+
+
+def seal_history(conn: Connection, secret: Secret) -> int:
+    """Authenticate every release of the history as it is now, in commit order: the
+    upgrade to version 4 and ``recover --accept-tampered`` (see chain.py). Returns how many
+    releases there are."""
+    ids = [int(i) for i in conn.execute(sa.select(releases_table.c.id)
+                                        .order_by(releases_table.c.id)).scalars()]
+    previous = ""
+    if not ids:
+        conn.execute(schema_table.update().values(chain=head_tag(secret.value, 0, "")))
+    for release_id in ids:
+        info = _info(conn.execute(sa.select(releases_table)
+                                  .where(releases_table.c.id == release_id)).mappings().one())
+        record_map = _load_record_map(conn, info)
+        maps = record_maps_table.c
+        persons = conn.execute(sa.select(maps.persons).where(maps.release_id == release_id)
+                               ).scalar()
+        labels = [r[0] for r in _fetch_raw(
+            conn, sa.select(classes_table.c.qi_labels)
+            .where(classes_table.c.release_id == release_id).order_by(classes_table.c.class_id))]
+        values = conn.execute(
+            sa.select(class_values_table.c.attribute, class_values_table.c.numeric,
+                      class_values_table.c.multisets)
+            .where(class_values_table.c.release_id == release_id)).all()
+        coded = conn.execute(
+            sa.select(record_values_table.c.attribute, record_values_table.c.nonce,
+                      record_values_table.c.codes)
+            .where(record_values_table.c.release_id == release_id)).all()
+        prints = conn.execute(sa.select(maps.fingerprints)
+                              .where(maps.release_id == release_id)).scalar()
+        content = {"map": _map_digest(record_map), "persons": _persons_digest(persons),
+                   "fingerprints": _persons_digest(prints),
+                   "labels": _labels_digest(labels),  # type: ignore[arg-type]
+                   "values": _values_digest(values),  # type: ignore[arg-type]
+                   "record_values": _record_values_digest(coded)}  # type: ignore[arg-type]
+        previous = _authenticate(conn, secret, release_id, previous, content)
+    return len(ids)
 
 
 def fsync_directory(path: Path) -> None:
@@ -1525,7 +1764,8 @@ def _create_schema(engine: Engine, location: HistoryLocation, secret: Secret) ->
                 conn.execute(schema_table.insert().values(
                     application=APPLICATION, version=SCHEMA_VERSION,
                     created_at=datetime.now(UTC), created_by=f"anonkit {__version__}",
-                    secret_check=secret.check_value()))
+                    secret_check=secret.check_value(),
+                    chain=head_tag(secret.value, 0, "")))
     except (sa.exc.IntegrityError, sa.exc.ProgrammingError):
         # a concurrent creator won the race (PostgreSQL); its history is checked below
         pass
@@ -1793,7 +2033,8 @@ def _info(row: sa.RowMapping) -> ReleaseInfo:
         pending_path=row["pending_path"], anonkit_version=row["anonkit_version"],
         release_kind=row["release_kind"], threat_model=row["threat_model"],
         requirements=list(row["requirements"] or []), seeded=bool(row["seeded"]),
-        group_column=row["group_column"], lineage=row["lineage"], gate=row["gate"])
+        group_column=row["group_column"], lineage=row["lineage"], gate=row["gate"],
+        auth=row["auth"], content_digest=row["content_digest"])
 
 
 def _ranges(numbers: Sequence[int]) -> str:
