@@ -166,6 +166,7 @@ def write_record_rows(store: HistoryStore) -> None:
         for release_id, keys, classes, persons in conn.execute(sa.select(
                 maps.release_id, maps["keys"], maps.classes, maps.persons)).all():
             n = len(keys) // 16
+            classes = _classes_in_clear(store, conn, release_id, n, bytes(classes))
             rows = [{"release_id": release_id, "key_hash": bytes(keys[16 * i:16 * i + 16]),
                      "class_id": int.from_bytes(classes[4 * i:4 * i + 4], "little",
                                                 signed=True),
@@ -175,11 +176,49 @@ def write_record_rows(store: HistoryStore) -> None:
                 conn.execute(records_table.insert(), rows)
 
 
-def as_version_3(store: HistoryStore) -> None:
-    """Make a history what version 3 was: no gate, no authentication."""
-    from anonkit.releases.store import schema_table
+def _classes_in_clear(store: HistoryStore, conn: sa.Connection, release_id: int, n: int,
+                      classes: bytes) -> bytes:
+    """A record map's classes as version 3 kept them (version 4 encrypts them)."""
+    from anonkit.releases.store import decrypt_classes, releases_table
 
+    if len(classes) == 4 * n:
+        return classes
+    dataset, seq = conn.execute(sa.select(releases_table.c.dataset, releases_table.c.seq)
+                                .where(releases_table.c.id == release_id)).one()
+    return decrypt_classes(store.secret, dataset, seq, classes)
+
+
+def as_version_3(store: HistoryStore) -> None:
+    """Make a history what version 3 was: no gate, no authentication, the record maps'
+    classes in clear and the kept knowledge's public part in clear."""
+    from anonkit.releases.store import (
+        _KNOWLEDGE_DOMAIN,
+        _keystream_bytes,
+        _knowledge_context,
+        _knowledge_tag,
+        knowledge_table,
+        record_maps_table,
+        schema_table,
+    )
+
+    maps, known = record_maps_table.c, knowledge_table.c
     with store.engine.begin() as conn:
+        for release_id, n, classes in conn.execute(
+                sa.select(maps.release_id, maps.n_records, maps.classes)).all():
+            conn.execute(record_maps_table.update().where(maps.release_id == release_id)
+                         .values(classes=_classes_in_clear(store, conn, release_id, int(n),
+                                                           bytes(classes))))
+        for dataset, through in conn.execute(sa.select(known.dataset, known.through_seq)).all():
+            public, private = store.knowledge_state(dataset)[1]  # type: ignore[index]
+            nonce = b"\x07" * 16
+            context = _knowledge_context(dataset, through)
+            mask = np.frombuffer(_keystream_bytes(store.secret, _KNOWLEDGE_DOMAIN, context,
+                                                  nonce, len(private)), dtype=np.uint8)
+            stored = (len(public).to_bytes(8, "little") + public
+                      + (np.frombuffer(private, dtype=np.uint8) ^ mask).tobytes())
+            conn.execute(knowledge_table.update().where(known.dataset == dataset).values(
+                nonce=nonce, tag=_knowledge_tag(store.secret, context, nonce, stored),
+                state=stored))
         for column in ("gate", "auth", "content_digest"):
             conn.exec_driver_sql(f"ALTER TABLE anonkit_releases DROP COLUMN {column}")
         conn.exec_driver_sql("ALTER TABLE anonkit_schema DROP COLUMN chain")

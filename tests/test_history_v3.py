@@ -32,6 +32,7 @@ from anonkit.releases.store import (
     HistoryStore,
     HistoryUpgradedWarning,
     PreparedRelease,
+    decrypt_classes,
     decrypt_record_values,
     encrypt_record_values,
     knowledge_table,
@@ -129,7 +130,11 @@ def test_the_record_map_keeps_pseudonyms_with_trailing_nul_bytes(history: Histor
             row = conn.execute(sa.select(record_maps_table)).one()
         assert row.n_records == len(keys)
         assert bytes(row[2]) == b"".join(sorted(keys))  # the column "keys"
-        assert np.frombuffer(bytes(row.classes), dtype="<i4").tolist() == expected_classes
+        # the classes are kept encrypted (a nonce, then AES-CTR under the secret)
+        assert len(row.classes) == 16 + 4 * len(keys)
+        assert np.frombuffer(bytes(row.classes)[16:], dtype="<i4").tolist() != expected_classes
+        clear = decrypt_classes(store.secret, info.dataset, info.seq, bytes(row.classes))
+        assert np.frombuffer(clear, dtype="<i4").tolist() == expected_classes
 
 
 def test_a_release_without_a_record_map_is_read_from_its_records(history: HistoryTarget
@@ -219,7 +224,8 @@ def test_the_knowledge_state_follows_the_releases(history: HistoryTarget) -> Non
     assert sorted((r[0], r[1]) for r in rows) == [("d", 4), ("e", 1)]
     stored = {r[0]: bytes(r[2]) for r in rows}
     # the private part is encrypted, the public one only authenticated
-    assert b"secret four" not in stored["d"] and b"public four" in stored["d"]
+    # both parts encrypted since version 4 (who was in which class is not for a thief)
+    assert b"secret four" not in stored["d"] and b"public four" not in stored["d"]
     assert b"other" not in stored["e"]
     with open_store(history, read_only=True) as store:
         assert store.knowledge_state("d") == (4, (b"public four", b"secret four"))

@@ -101,10 +101,17 @@ def test_a_changed_row_is_reported_and_refused(history: Path,
             pytest.raises(TamperedHistoryError, match="publishing to 'census' refused"):
         publish(store, versions[3], make_request(), history / "r9.csv", allow_breach=True)
     assert {p.name: p.read_bytes() for p in history.iterdir()} == before
-    # accepted once, or for good
-    assert run(history, "audit", "--dataset", "census", "--accept-tampered").exit_code in (0, 3)
     refused = run(history, "recover")
     assert refused.exit_code == 1 and "--accept-tampered" in refused.output
+    if edit is reorder:
+        # the classes are encrypted under each release's number: a reordered history cannot
+        # be read, accepted or not (one line, no traceback)
+        failed = run(history, "audit", "--dataset", "census", "--accept-tampered")
+        assert failed.exit_code == 1 and "does not decrypt to its classes" in failed.output
+        assert "Traceback" not in failed.output
+        return
+    # accepted once, or for good
+    assert run(history, "audit", "--dataset", "census", "--accept-tampered").exit_code in (0, 3)
     assert run(history, "recover", "--accept-tampered").exit_code == 0
     assert run(history, "audit", "--dataset", "census").exit_code in (0, 3)
 
@@ -115,7 +122,7 @@ def test_an_edited_record_map_is_refused_when_read(history: Path) -> None:
             "SELECT m.classes FROM anonkit_record_maps m JOIN anonkit_releases r "
             "ON r.id = m.release_id WHERE r.seq = 1").fetchone()
         edited = bytearray(classes)
-        edited[0] ^= 1  # the first record moves to another class
+        edited[16] ^= 1  # after the nonce: the first record moves to another class
         conn.execute("UPDATE anonkit_record_maps SET classes = ? WHERE release_id = "
                      "(SELECT id FROM anonkit_releases WHERE seq = 1)", (bytes(edited),))
     audited = run(history, "audit", "--dataset", "census")
@@ -154,3 +161,43 @@ def test_an_upgraded_history_is_authenticated(tmp_path: Path) -> None:
     lower_requirement(tmp_path)
     with HistoryStore.open(tmp_path / "h.db", read_only=True) as store:
         assert any("release 2 of 'census'" in p for p in store.tampered)
+
+
+def test_a_stolen_history_does_not_follow_anyone(history: Path) -> None:
+    """Without the secret, the database does not tell which record is in which class of a
+    release (the record maps' classes and the kept knowledge are encrypted), so nobody can
+    be followed across two releases; with another secret it decrypts to nothing usable."""
+    import numpy as np
+
+    from anonkit.releases.secret import Secret
+    from anonkit.releases.store import schema_table
+
+    with HistoryStore.open(history / "h.db", secret_file=history / "h.secret",
+                           read_only=True) as store:
+        truth = {seq: store.load(store.release("census", seq), labels=False)
+                 for seq in (1, 2, 3)}
+    with sqlite3.connect(history / "h.db") as conn:
+        stored = dict(conn.execute(
+            "SELECT r.seq, m.classes FROM anonkit_record_maps m JOIN anonkit_releases r "
+            "ON r.id = m.release_id").fetchall())
+        knowledge = conn.execute("SELECT state FROM anonkit_knowledge").fetchone()[0]
+    for seq, view in truth.items():
+        blob = bytes(stored[seq])
+        assert len(blob) == 16 + 4 * len(view.record_classes)
+        as_clear = np.frombuffer(blob[16:], dtype="<i4")
+        # no better than chance at the record's class
+        assert (as_clear == view.record_classes).mean() < 0.2
+    assert truth[1].record_classes.astype("<i4").tobytes() not in knowledge
+    # a thief who makes the history accept another secret reads no class at all
+    thief = Secret(b"\x42" * 32, "a guess")
+    with sqlite3.connect(history / "h.db") as conn:
+        conn.execute(f"UPDATE {schema_table.name} SET secret_check = ?",
+                     (thief.check_value(),))
+    with HistoryStore.open(history / "h.db", secret=thief.value, read_only=True) as store:
+        assert store.tampered  # nothing authenticates under the thief's secret
+        store.accept_tampered = True
+        for seq in (1, 2, 3):
+            with pytest.raises(TamperedHistoryError, match="does not decrypt to its classes"):
+                store.load(store.release("census", seq), labels=False)
+        with pytest.raises(Exception, match="damaged"):
+            store.knowledge_state("census")

@@ -822,8 +822,8 @@ def publish(df: pd.DataFrame, request: Any, context: PublishContext) -> Release:
                                                name=name)
             knowledge = _knowledge_after(part, keys, earlier)
     except BlockedRecords as blocked:
-        raise CrossReleaseBreachError(_blocked_message(blocked, df, request, context,
-                                                       view)) from None
+        raise CrossReleaseBreachError(_blocked_message(blocked, request, context),
+                                      details=_blocked_details(blocked)) from None
     timings["partition"] = time.perf_counter() - t0
     parameters = _parameters(options) | {"breach_checks": part.breach_checks}
     return permuted_release(df, context.schema, part, k=k, e=e,
@@ -852,70 +852,24 @@ def _knowledge_after(part: KEPartition, keys: np.ndarray,
     return next_knowledge(part, keys, carried, set_of, ptr, values)
 
 
-def _published_group_ids(context: PublishContext, view: ReleaseView) -> np.ndarray | None:
-    """Per class of the previous release (as the history numbers them), its group id in
-    the published file: the history numbers classes in the order of the released rows,
-    which are shuffled, so the two differ. Taken from the group ids the previous release
-    carried forward in its method state (None when it carries none)."""
-    assert context.previous is not None
-    state = context.store.method_state(context.previous)
-    if state is None or context.previous.method != "ke":
-        return None
-    carried = Knowledge.from_bytes(state)
-    if carried.group is None or not len(carried.keys):
-        return None
-    keys = np.asarray(view.record_keys.tolist(), dtype=KEY_DTYPE)
-    pos = np.minimum(np.searchsorted(carried.keys, keys), len(carried.keys) - 1)
-    hit = carried.keys[pos] == keys
-    out = np.full(view.n_classes, -1, dtype=np.int64)
-    out[view.record_classes[hit]] = carried.group[pos[hit]]
-    return out
+def _blocked_details(blocked: BlockedRecords) -> dict[str, object]:
+    """The input rows (0-based data rows) to keep one more release -- the returning records
+    and the group-mates still in the table of those that left (see the README) -- for
+    ``--json`` and the Python caller, never in the message."""
+    returning = sorted({int(b.row) for b in blocked.blockers if b.row >= 0})
+    survivors = sorted({int(r) for b in blocked.blockers if b.row < 0 for r in b.survivors})
+    return {"returning_rows": returning, "group_mates_of_leavers_rows": survivors,
+            "rows": sorted({*returning, *survivors})}
 
 
-def _blocked_message(blocked: BlockedRecords, df: pd.DataFrame, request: Any,
-                     context: PublishContext, view: ReleaseView) -> str:
-    published = _published_group_ids(context, view)
-
-    def group_name(group: int) -> str:
-        if published is not None and 0 <= group < len(published) and published[group] >= 0:
-            return str(int(published[group]))
-        return f"#{group} (as the history numbers it)"
-
-    def name(row: int) -> str:
-        return f"{request.key}={df[request.key].iloc[row]!r}"
-
-    returning = [b for b in blocked.blockers if b.row >= 0]
-    left: dict[int, list[Blocker]] = {}
-    for b in blocked.blockers:
-        if b.row < 0:
-            left.setdefault(b.previous_group, []).append(b)
-    parts = []
-    if returning:
-        shown = []
-        for b in returning[:10]:
-            where = f"group {group_name(b.previous_group)} of release {view.info.seq}" \
-                if b.previous_group >= 0 else "an earlier release"
-            shown.append(f"{name(b.row)} ({where}: {b.distinct} values left, range "
-                         f"{exact_number(b.range)})")
-        more = f" and {len(returning) - 10} more" if len(returning) > 10 else ""
-        parts.append(f"{len(returning)} returning records whose earlier groups lost the "
-                     f"values that protected them: {'; '.join(shown)}{more}")
-    if left:
-        shown = []
-        for group, members in list(left.items())[:10]:
-            worst = min(members, key=lambda b: (b.distinct, b.range))
-            survivors = ", ".join(name(r) for r in worst.survivors[:10])
-            extra = f" and {len(worst.survivors) - 10} more" \
-                if len(worst.survivors) > 10 else ""
-            shown.append(f"group {group_name(group)} of release {view.info.seq}: "
-                         f"{len(members)} of its records left and releasing its remaining "
-                         f"members ({survivors}{extra}) again narrows them to "
-                         f"{worst.distinct} values, range {exact_number(worst.range)}")
-        more = f" and {len(left) - 10} more groups" if len(left) > 10 else ""
-        parts.append(f"records that left, exposed by subtracting what their group-mates "
-                     f"are released with: {'; '.join(shown)}{more}")
+def _blocked_message(blocked: BlockedRecords, request: Any, context: PublishContext) -> str:
+    """One line of counts: no key and no value goes into a refusal (it ends up in logs)."""
+    returning = sum(1 for b in blocked.blockers if b.row >= 0)
+    groups = len({b.previous_group for b in blocked.blockers if b.row < 0})
+    left = len(blocked.blockers) - returning
     k, e = request.options.get("k"), request.options.get("e")
-    return (f"release {context.seq} of {context.dataset!r} was refused: after the deletions "
-            f"no partition avoids an incremental breach of (k={k}, e={exact_number(e)}) for "
-            f"{len(blocked.blockers)} records: {'. '.join(parts)}. Nothing was written; see "
-            f"the README (history: refused incremental releases) for what to do")
+    return (f"release {context.seq} of {context.dataset!r} refused: after the deletions no "
+            f"partition avoids an incremental breach of (k={k}, e={exact_number(e)}) for "
+            f"{len(blocked.blockers)} records ({returning} returning, {left} that left, from "
+            f"{groups} earlier groups) to the linkage adversary; nothing was written. See the "
+            f"README (history: refused incremental releases) for what to do")

@@ -399,13 +399,17 @@ def records_text(n: int) -> str:
 
 class CrossReleaseBreachError(HistoryError):
     """A release was refused: together with earlier releases it would breach records.
-    ``report``: the gate's findings (for ``--json``; the message stays one line)."""
+    ``report``: the gate's findings, ``details``: an engine's (both for ``--json``; the
+    message stays one line)."""
 
     exit_code = 3
 
-    def __init__(self, message: str, report: AuditReport | None = None) -> None:
+    def __init__(self, message: str, report: AuditReport | None = None,
+                 details: dict[str, object] | None = None) -> None:
         super().__init__(message)
         self.report = report
+        #: what a sequential engine found (input row numbers, never keys or values)
+        self.details = details or {}
 
 
 def audit(store: HistoryStore, dataset: str, *, k: float | None = None,

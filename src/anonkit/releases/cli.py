@@ -279,9 +279,10 @@ def publish_cmd(input_path: Path | None, dataset: str | None, key: str | None,
                                exact_seconds=exact_seconds)
             except CrossReleaseBreachError as exc:
                 # the message is one line; the findings (pseudonyms, never keys) on request
-                if as_json and exc.report is not None:
+                if as_json:
                     click.echo(json.dumps({"refused": True, "message": str(exc),
-                                           "gate": exc.report.to_dict()}, indent=1,
+                                           "gate": exc.report.to_dict() if exc.report
+                                           else None, "details": exc.details}, indent=1,
                                           default=str))
                 raise
     finally:

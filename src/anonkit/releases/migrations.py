@@ -67,6 +67,10 @@ from anonkit.releases.store import (
     V3_TABLES,
     HistoryLocation,
     classes_table,
+    decrypt_knowledge_v3,
+    encrypt_classes,
+    encrypt_knowledge,
+    knowledge_table,
     record_map_from_rows,
     record_maps_table,
     records_table,
@@ -248,6 +252,7 @@ def upgrade(engine: Engine, location: HistoryLocation, secret: Secret) -> str | 
                 if version <= 2:
                     _to_v3(conn)
                 _add_columns(conn, V4_COLUMNS)
+                _encrypt_classes_and_knowledge(conn, secret)
                 # every release as it is now is authenticated: from here on, a change made
                 # without the secret shows (see anonkit.releases.chain)
                 seal_history(conn, secret)
@@ -304,6 +309,33 @@ def _to_v3(conn: Connection) -> None:
         conn.execute(record_maps_table.insert().values(
             release_id=release_id,
             **record_map_from_rows(conn, release_id, persons=True).row()))
+
+
+def _encrypt_classes_and_knowledge(conn: Connection, secret: Secret) -> None:
+    """Version 4 keeps which record is in which class encrypted: the record maps' classes,
+    and the whole kept knowledge (its public part was in clear). A knowledge state that
+    cannot be read is dropped: it is derived, and rebuilt from the releases."""
+    maps, releases = record_maps_table.c, releases_table.c
+    rows = conn.execute(sa.select(maps.release_id, releases.dataset, releases.seq,
+                                  maps.n_records, maps.classes)
+                        .join(releases_table, releases.id == maps.release_id)).all()
+    for release_id, dataset, seq, n, classes in rows:
+        if len(classes) == 4 * int(n):  # in clear
+            conn.execute(record_maps_table.update().where(maps.release_id == release_id)
+                         .values(classes=encrypt_classes(secret, dataset, seq, bytes(classes))))
+    known = knowledge_table.c
+    for dataset, through, nonce, tag, state in conn.execute(
+            sa.select(known.dataset, known.through_seq, known.nonce, known.tag,
+                      known.state)).all():
+        try:
+            parts = decrypt_knowledge_v3(secret, dataset, through, bytes(nonce), bytes(tag),
+                                         bytes(state))
+        except HistoryError:
+            conn.execute(knowledge_table.delete().where(known.dataset == dataset))
+            continue
+        new_nonce, new_tag, stored = encrypt_knowledge(secret, dataset, through, parts)
+        conn.execute(knowledge_table.update().where(known.dataset == dataset)
+                     .values(nonce=new_nonce, tag=new_tag, state=stored))
 
 
 def _backup(database: Path, version: int) -> Path:
