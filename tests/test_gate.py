@@ -83,6 +83,10 @@ def assert_refused_then_forced(ward: Ward, pids: list[int], exposed: list[int]) 
     audit = ward.run("audit", "--dataset", "ward", "--json", "--worst", "100")
     assert audit.exit_code == 3, audit.output
     report = json.loads(audit.output)
+    (override,) = report["gate_overrides"]
+    assert override["seq"] == listing[-1]["seq"] and override["overridden"] is True
+    text = ward.run("audit", "--dataset", "ward").output
+    assert f"release {listing[-1]['seq']}: published over the gate (--allow-breach)" in text
     named = {case["record"] for f in report["all_releases"]["findings"]
              if f["adversary"] == "qi" for case in f["worst"]}
     for pid in exposed:

@@ -823,7 +823,8 @@ def publish(df: pd.DataFrame, request: Any, context: PublishContext) -> Release:
             knowledge = _knowledge_after(part, keys, earlier)
     except BlockedRecords as blocked:
         raise CrossReleaseBreachError(_blocked_message(blocked, request, context),
-                                      details=_blocked_details(blocked)) from None
+                                      details=_blocked_details(blocked, context, view)
+                                      ) from None
     timings["partition"] = time.perf_counter() - t0
     parameters = _parameters(options) | {"breach_checks": part.breach_checks}
     return permuted_release(df, context.schema, part, k=k, e=e,
@@ -852,14 +853,47 @@ def _knowledge_after(part: KEPartition, keys: np.ndarray,
     return next_knowledge(part, keys, carried, set_of, ptr, values)
 
 
-def _blocked_details(blocked: BlockedRecords) -> dict[str, object]:
-    """The input rows (0-based data rows) to keep one more release -- the returning records
-    and the group-mates still in the table of those that left (see the README) -- for
-    ``--json`` and the Python caller, never in the message."""
-    returning = sorted({int(b.row) for b in blocked.blockers if b.row >= 0})
+def _published_group_ids(context: PublishContext, view: ReleaseView) -> np.ndarray | None:
+    """Per class of the previous release (as the history numbers them), its group id in
+    the published file: the history numbers classes in the order of the released rows,
+    which are shuffled, so the two differ. Taken from the group ids the previous release
+    carried forward in its method state (None when it carries none)."""
+    assert context.previous is not None
+    state = context.store.method_state(context.previous)
+    if state is None or context.previous.method != "ke":
+        return None
+    carried = Knowledge.from_bytes(state)
+    if carried.group is None or not len(carried.keys):
+        return None
+    keys = np.asarray(view.record_keys.tolist(), dtype=KEY_DTYPE)
+    pos = np.minimum(np.searchsorted(carried.keys, keys), len(carried.keys) - 1)
+    hit = carried.keys[pos] == keys
+    out = np.full(view.n_classes, -1, dtype=np.int64)
+    out[view.record_classes[hit]] = carried.group[pos[hit]]
+    return out
+
+
+
+
+def _blocked_details(blocked: BlockedRecords, context: PublishContext,
+                     view: ReleaseView) -> dict[str, object]:
+    """What a steward needs to act (see the README), for ``--json`` and the Python caller,
+    never in the message: the input rows (0-based data rows) to keep one more release --
+    the returning records, with the values and range left to each, and the group-mates still
+    in the table of those that left -- and those leavers' groups as published (the
+    ``group`` value of the previous release's file; -1 when it carries none)."""
+    published = _published_group_ids(context, view)
+
+    def group(g: int) -> int:
+        return int(published[g]) if published is not None and 0 <= g < len(published) else -1
+
+    returning = [{"row": int(b.row), "values_left": int(b.distinct),
+                  "range_left": float(b.range)} for b in blocked.blockers if b.row >= 0]
     survivors = sorted({int(r) for b in blocked.blockers if b.row < 0 for r in b.survivors})
-    return {"returning_rows": returning, "group_mates_of_leavers_rows": survivors,
-            "rows": sorted({*returning, *survivors})}
+    return {"returning": returning, "group_mates_of_leavers_rows": survivors,
+            "leavers_groups": sorted({group(b.previous_group) for b in blocked.blockers
+                                      if b.row < 0}),
+            "rows": sorted({*(r["row"] for r in returning), *survivors})}
 
 
 def _blocked_message(blocked: BlockedRecords, request: Any, context: PublishContext) -> str:

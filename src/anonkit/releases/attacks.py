@@ -273,6 +273,8 @@ class AuditReport:
     #: the row-wise intersection of released ranges, per pair of consecutive releases
     #: (:mod:`anonkit.releases.intersection`; its breaches are the linkage adversary's too)
     intersections: list[Any] = field(default_factory=list)
+    #: the releases published over the gate (``--allow-breach``): what their gate recorded
+    overrides: list[dict[str, object]] = field(default_factory=list)
 
     @property
     def breached(self) -> bool:
@@ -289,6 +291,7 @@ class AuditReport:
             "pairs": [p.to_dict() for p in self.pairs],
             "all_releases": self.overall.to_dict() if self.overall else None,
             "row_wise_intersections": [s.to_dict() for s in self.intersections],
+            "gate_overrides": list(self.overrides),
         }
 
     def summary(self) -> str:
@@ -298,6 +301,7 @@ class AuditReport:
                  + (f"{self.records_breached} records breached" if self.breached
                     else "no breach found") + self._outside_note()]
         lines += [f"  {verdict.sentence()}" for verdict in self.verdicts()]
+        lines += [f"  {override_text(o)}" for o in self.overrides]
         if len(self.releases) < 2:
             lines.append("  (fewer than two releases: nothing to intersect)")
         lines += [f"  {model}: {EXACT_ONLY}" for model in self.exact_only]
@@ -389,6 +393,16 @@ def _proof_text(exposed: int, proved: int) -> str:
     return f"{proved:,} proved and {exposed - proved:,} not ruled out"
 
 
+def override_text(override: dict[str, object]) -> str:
+    """E.g. ``release 2: published over the gate (--allow-breach) at ...: 1 record newly
+    exposed (qi adversary)``."""
+    who = ", ".join(f"{a} adversary" for a in override.get("adversaries") or {})  # type: ignore[union-attr]
+    n = override.get("new_breaches", 0)
+    return (f"release {override.get('seq')}: published over the gate (--allow-breach) at "
+            f"{override.get('at')}: {records_text(int(n))} newly exposed"  # type: ignore[call-overload]
+            + (f" ({who})" if who else ""))
+
+
 def records_text(n: int) -> str:
     """``1 record``, ``1,234 records``."""
     return "1 record" if n == 1 else f"{n:,} records"
@@ -431,6 +445,8 @@ def audit(store: HistoryStore, dataset: str, *, k: float | None = None,
     # labels: for the row-wise intersection of released ranges (the audit proper reads none)
     views = [store.load(info, labels=True) for info in infos]
     report = judge(acc, k=k, l=l, e=e, focus=focus, worst=worst, exact_seconds=exact_seconds)
+    report.overrides = [{"seq": info.seq, **(info.gate or {})} for info in infos
+                        if info.gate_overridden]
     if pairs:
         report.pairs = pair_scopes(views, k=k, l=l, e=e, focus=focus, worst=worst,
                                    exact_seconds=exact_seconds)

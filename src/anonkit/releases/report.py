@@ -21,6 +21,7 @@ from anonkit.releases.attacks import (
     AuditReport,
     Finding,
     ScopeResult,
+    override_text,
     records_text,
 )
 
@@ -63,6 +64,9 @@ def render_html(report: AuditReport) -> str:
     parts += [f"<li class='{_severity(v)}'>{e(v.sentence())}</li>" for v in verdicts]
     parts.append("</ul>")
     parts.append(f"<p>Releases audited: {e(', '.join(map(str, report.releases)))}.</p>")
+    if report.overrides:
+        parts.append("<h2>Published over the gate</h2><ul>" + "".join(
+            f"<li>{e(override_text(o))}</li>" for o in report.overrides) + "</ul>")
     parts.append("<h2>Requirements</h2><ul>")
     parts += [f"<li>{e(r.model)}{e(f' on {r.attribute!r}') if r.attribute else ''}: "
               f"{e(r.describe())}</li>" for r in report.requirements]
