@@ -45,6 +45,7 @@ from anonkit.releases.store import DEFAULT_HISTORY, HISTORY_ENV, HistoryStore, R
 
 P = ParamSpec("P")
 R = TypeVar("R")
+F = TypeVar("F", bound=Callable[..., object])
 
 BREACH_EXIT = 3
 
@@ -102,6 +103,24 @@ def _history_options(fn: Callable[P, R]) -> Callable[P, R]:
                         show_default=True,
                         help=f"The release history: an SQLite file or a "
                              f"postgresql+psycopg:// URL (or ${HISTORY_ENV}).")(fn)
+
+
+def _judgement_options(verb: str, undecided: str) -> Callable[[F], F]:
+    """``--exact-seconds`` and ``--accept-tampered``: what ``publish`` (its gate) and
+    ``audit`` share."""
+
+    def decorate(fn: F) -> F:
+        fn = click.option(
+            "--accept-tampered", is_flag=True,
+            help=f"{verb} even though the history's releases do not match their "
+                 f"authentication (changed without the secret). By default refused.")(fn)
+        return click.option(
+            "--exact-seconds", type=click.FloatRange(min=0), default=EXACT_SECONDS,
+            show_default=True,
+            help=f"How long to spend deciding exactly what can be deduced about records "
+                 f"the bounds leave undecided; those still undecided {undecided}.")(fn)
+
+    return decorate
 
 
 def _open(history: str, secret_file: Path | None, create: bool = False,
@@ -182,14 +201,7 @@ PUBLISH_KEYS = frozenset(PUBLISH_FIELDS)
 @click.option("--json", "as_json", is_flag=True,
               help="Print the published release (its history row and its utility figures) "
                    "as JSON; a refused one's findings.")
-@click.option("--exact-seconds", type=click.FloatRange(min=0), default=EXACT_SECONDS,
-              show_default=True,
-              help="How long the gate may spend deciding exactly what can be deduced about "
-                   "records its bounds leave undecided; those still undecided count as "
-                   "exposed.")
-@click.option("--accept-tampered", is_flag=True,
-              help="Publish even though the history's releases do not match their "
-                   "authentication (changed without the secret). By default refused.")
+@_judgement_options("Publish", "count as exposed")
 @_history_options
 @_errors
 def publish_cmd(input_path: Path | None, dataset: str | None, key: str | None,
@@ -562,14 +574,7 @@ def _median(sizes: object) -> float:
               help="Sensitive range needed (default: the releases' (k,e) e).")
 @click.option("--worst", type=click.IntRange(min=0), default=5, show_default=True,
               help="Records shown per finding (pseudonyms, most exposed first).")
-@click.option("--exact-seconds", type=click.FloatRange(min=0), default=EXACT_SECONDS,
-              show_default=True,
-              help="How long to spend deciding exactly what can be deduced about records "
-                   "the bounds leave undecided; those still undecided are reported as "
-                   "not ruled out.")
-@click.option("--accept-tampered", is_flag=True,
-              help="Audit even though the history's releases do not match their "
-                   "authentication (changed without the secret). By default refused.")
+@_judgement_options("Audit", "are reported as not ruled out")
 @_history_options
 @_audit_errors
 def audit_cmd(dataset: str, report_path: Path | None, as_json: bool, focus: int | None,
