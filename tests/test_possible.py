@@ -217,3 +217,23 @@ def test_components_match_a_graph_library(memberships: list[tuple[int, int]],
     first = {}
     renumbered = [first.setdefault(int(x), len(first)) for x in labels]
     assert out.tolist() == renumbered
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_the_uniform_shortcut_agrees_with_the_general_symmetry(data: st.DataObject) -> None:
+    """Components whose classes all hold one set of values with equal counts are settled
+    without sorting; the statuses are those the general value symmetry gives."""
+    from anonkit.releases import possible
+
+    views, _ = random_history(data, 2)
+    acc = fold(views)
+    shortcut = entry_status(acc, "v")
+    real = possible._uniform_components
+    try:
+        possible._uniform_components = (  # type: ignore[assignment]
+            lambda comp, g, value, count, n: np.zeros(n, dtype=bool))
+        general = entry_status(acc, "v")
+    finally:
+        possible._uniform_components = real  # type: ignore[assignment]
+    assert shortcut.tolist() == general.tolist()

@@ -82,7 +82,7 @@ def structure(acc: Accumulated) -> Structure:
     component = np.empty(n_classes, dtype=np.int64)
     n_components = _knowledge_c.components(
         np.ascontiguousarray(acc.mem_record, dtype=np.int64), g, component)
-    first = np.searchsorted(acc.mem_record, np.arange(acc.n_records))
+    first = _record_starts(acc)
     record_component = component[g[first]] if acc.n_records else np.zeros(0, dtype=np.int64)
     n_atoms = len(acc.atom_size)
     representative = np.zeros(n_atoms, dtype=np.int64)
@@ -99,13 +99,21 @@ def structure(acc: Accumulated) -> Structure:
                      atom_component, (owner[by_atom], g[rows][by_atom]))
 
 
+def _record_starts(acc: Accumulated) -> np.ndarray:
+    """Where each record's memberships start (every record has one; they are sorted by
+    record): one pass, not a search per record."""
+    if not acc.n_records:
+        return np.zeros(0, dtype=np.int64)
+    return np.flatnonzero(np.r_[True, acc.mem_record[1:] != acc.mem_record[:-1]])
+
+
 def truth(acc: Accumulated, attr: str) -> np.ndarray:
     """Each record's value id, the same in every release it is in (-1: it changed, or the
     history does not keep it)."""
     if not acc.n_records:
         return np.zeros(0, dtype=np.int64)
     value = acc.mem_value[attr]
-    starts = np.searchsorted(acc.mem_record, np.arange(acc.n_records))
+    starts = _record_starts(acc)
     low = np.minimum.reduceat(value, starts)
     high = np.maximum.reduceat(value, starts)
     return np.where((low == high) & (low >= 0), low, -1)
@@ -148,6 +156,37 @@ def _order_by(*keys: np.ndarray) -> np.ndarray:
     for k, w in zip(keys, widths, strict=True):
         packed = (packed << np.int64(w)) | k.astype(np.int64)
     return np.argsort(packed, kind="stable")
+
+
+def _uniform_components(comp: np.ndarray, g: np.ndarray, value: np.ndarray,
+                        count: np.ndarray, n_components: int) -> np.ndarray:
+    """Per component: whether every class of it holds the same set of values, each as often
+    as the others within the class (m-invariance's classes: each value of the signature
+    once, or twice where two classes share labels). Then any permutation of the set keeps
+    every class's multiset, so every value of the set is possible for every record of the
+    component: what :func:`_symmetric_values` finds, without sorting. The entries are
+    sorted by class, then value; the sets are compared exactly, value by value."""
+    out = np.zeros(n_components, dtype=bool)
+    if not len(g):
+        return out
+    start = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+    length = np.diff(np.r_[start, len(g)])
+    flat = np.minimum.reduceat(count, start) == np.maximum.reduceat(count, start)
+    class_comp = comp[start]
+    # each class against its component's first class (classes come in class order)
+    _, first = np.unique(class_comp, return_index=True)
+    reference = np.empty(n_components, dtype=np.int64)
+    reference[class_comp[first]] = first
+    ref = reference[class_comp]
+    candidate = np.flatnonzero(flat & (length == length[ref]))
+    owner, at = _expand(start[candidate], start[candidate] + length[candidate])
+    other = at - start[candidate][owner] + start[ref[candidate]][owner]
+    differs = np.bincount(owner, value[at] != value[other], minlength=len(candidate)) > 0
+    same = np.zeros(len(start), dtype=bool)
+    same[candidate[~differs]] = True
+    out[class_comp] = True
+    out[class_comp[~same]] = False
+    return out
 
 
 def _symmetric_values(comp: np.ndarray, g: np.ndarray, value: np.ndarray, count: np.ndarray
@@ -198,14 +237,18 @@ def entry_status(acc: Accumulated, attr: str, st: Structure | None = None) -> np
     entry_key = e.atom * n_values + e.value  # sorted: entries are by atom, then value
     true = truth(acc, attr)
     broken = np.bincount(st.record_component[true < 0], minlength=st.n_components) > 0
-    g, value, count, _ = _class_entries(acc, attr, st)
+    g, value, count, _ = _class_entries(acc, attr, st)  # sorted by class, then value
     classes_per_component = np.bincount(st.component, minlength=st.n_components)
     comp = st.component[g]
-    small = classes_per_component[comp] <= MAX_SYMMETRIC_CLASSES
+    # the common case first (m-invariance's): every value of the component, everywhere
+    uniform = _uniform_components(comp, g, value, count, st.n_components) & ~broken
+    status[uniform[st.atom_component[e.atom]] & (status == UNDECIDED)] = POSSIBLE
+    small = (classes_per_component[comp] <= MAX_SYMMETRIC_CLASSES) & ~uniform[comp]
     pair_comp, pair_value, group = _symmetric_values(comp[small], g[small], value[small],
                                                      count[small])
     witnessed: list[np.ndarray] = []
     ok = np.flatnonzero(true >= 0)
+    ok = ok[~uniform[st.record_component[ok]]]
     witnessed.append(acc.atom[ok] * n_values + true[ok])
     # value symmetry: every value of the truth's group, once per (atom, group)
     pair_key = pair_comp * n_values + pair_value
@@ -228,10 +271,9 @@ def entry_status(acc: Accumulated, attr: str, st: Structure | None = None) -> np
         a_owner, a_class = st.atom_classes
         pick = lone[a_owner]
         lone_atom, lone_class = a_owner[pick], a_class[pick]
-        by_class = np.argsort(g, kind="stable")
-        class_start = np.searchsorted(g[by_class], np.arange(len(st.component) + 1))
+        class_start = np.searchsorted(g, np.arange(len(st.component) + 1))
         owner, pos = _expand(class_start[lone_class], class_start[lone_class + 1])
-        witnessed.append(lone_atom[owner] * n_values + value[by_class[pos]])
+        witnessed.append(lone_atom[owner] * n_values + value[pos])
     keys = np.unique(np.concatenate(witnessed))
     at = np.searchsorted(entry_key, keys)
     hit = at < len(entry_key)

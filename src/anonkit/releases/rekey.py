@@ -84,11 +84,12 @@ def compare(keys: np.ndarray, prints: np.ndarray, other_keys: np.ndarray,
             other_prints: np.ndarray, other: str) -> Comparison:
     """Shared keys, and rows whose content reappears under another key (multisets: a
     content held by two people in both releases under their own keys has not moved)."""
-    keys, other_keys = np.asarray(keys), np.asarray(other_keys)
-    shared = int(np.isin(keys, other_keys).sum()) if len(keys) and len(other_keys) else 0
-    pairs = _multiset(_pair_key(keys, prints))
-    other_pairs = _multiset(_pair_key(other_keys, other_prints))
-    same = _intersection(pairs, other_pairs)
+    heads, other_heads = _head(keys), _head(other_keys)
+    shared = (len(np.intersect1d(heads, other_heads, assume_unique=True))
+              if len(heads) and len(other_heads) else 0)
+    prints = np.asarray(prints, dtype=np.uint64)
+    other_prints = np.asarray(other_prints, dtype=np.uint64)
+    same = _intersection(_multiset(heads ^ prints), _multiset(other_heads ^ other_prints))
     content = _intersection(_multiset(prints), _multiset(other_prints))
     return Comparison(other, len(keys), len(other_keys), shared, content - same)
 
@@ -106,12 +107,14 @@ def refusal(c: Comparison, same_dataset: bool) -> str | None:
     return None
 
 
-def _pair_key(keys: np.ndarray, prints: np.ndarray) -> np.ndarray:
-    """One 64-bit value per (key, fingerprint) pair (keys are 16-byte pseudonyms)."""
+def _head(keys: np.ndarray) -> np.ndarray:
+    """The first 8 bytes of each 16-byte pseudonym, as an integer: pseudonyms are HMAC
+    outputs, so two of a history share them with a chance of about n^2 / 2^64 (1e-9 for
+    100,000 records), and integers are compared an order of magnitude faster than bytes."""
     if not len(keys):
         return np.zeros(0, dtype=np.uint64)
-    head = np.frombuffer(np.asarray(keys, dtype="S16").tobytes(), dtype="<u8")[::2]
-    return head ^ np.asarray(prints, dtype=np.uint64)
+    return np.frombuffer(np.ascontiguousarray(keys, dtype="S16").tobytes(),
+                         dtype="<u8")[::2].astype(np.uint64)
 
 
 def _multiset(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

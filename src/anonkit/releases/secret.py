@@ -184,8 +184,11 @@ def _text(value: object) -> str:
         return str(int(value))
     text = str(value).strip()
     # "00000042" from one export and 42 from another are one record (keys are compared as
-    # numbers when they are numerals: a re-formatted export must not escape the history)
-    return str(int(text)) if _NUMERAL.fullmatch(text) else text
+    # numbers when they are numerals: a re-formatted export must not escape the history);
+    # only a numeral with a sign or a leading zero changes, so only those meet the regex
+    if len(text) > 1 and text[0] in "0+-" and _NUMERAL.fullmatch(text):
+        return str(int(text))
+    return text
 
 
 def has_lone_surrogate(text: str) -> bool:
