@@ -316,22 +316,29 @@ def test_knowledge_of_a_published_history(tmp_path: Path) -> None:
 # -- both adversaries against an attacker that tries every assignment ------------------------
 
 
+def classes_and_bags(views: list[ReleaseView]
+                     ) -> tuple[list[dict[bytes, int]], list[dict[int, Counter[object]]]]:
+    """Per release: each record's class, and each class's multiset of the values of "v"."""
+    classes = [dict(zip(v.record_keys.tolist(), v.record_classes.tolist(), strict=True))
+               for v in views]
+    bags: list[dict[int, Counter[object]]] = []
+    for v in views:
+        cv = v.values["v"]
+        per_class: dict[int, Counter[object]] = {}
+        for c, x, count in zip(cv.class_index.tolist(), cv.value.tolist(), cv.count.tolist(),
+                               strict=True):
+            per_class.setdefault(c, Counter())[x] = count
+        bags.append(per_class)
+    return classes, bags
+
+
 def brute_possible(views: list[ReleaseView], truth: dict[bytes, str]
                    ) -> tuple[dict[bytes, set[str]], dict[bytes, set[str]]]:
     """Per record (present in two or more releases): the values an attacker who knows
     every record's classes can still give it -- every assignment of values to records whose
     class multisets are the released ones -- and, for an attacker who also links rows, the
     values of the linked row chains that pass through all the record's classes."""
-    classes = [dict(zip(v.record_keys.tolist(), v.record_classes.tolist(), strict=True))
-               for v in views]
-    bags: list[dict[int, Counter[str]]] = []
-    for v in views:
-        cv = v.values["v"]
-        per_class: dict[int, Counter[str]] = {}
-        for c, x, count in zip(cv.class_index.tolist(), cv.value.tolist(), cv.count.tolist(),
-                               strict=True):
-            per_class.setdefault(c, Counter())[x] = count
-        bags.append(per_class)
+    classes, bags = classes_and_bags(views)
     records = sorted(set().union(*classes))
     alphabet = sorted(set(truth.values()))
     possible: dict[bytes, set[str]] = {r: set() for r in records}

@@ -26,23 +26,14 @@ from anonkit.releases.possible import (
     structure,
 )
 from anonkit.releases.store import ReleaseView
-from test_knowledge import pid, release
+from test_knowledge import classes_and_bags, pid, release
 
 VALUES = ["x", "y", "z"]
 
 
 def possible_values(views: list[ReleaseView]) -> dict[bytes, set[object]]:
     """Per record: every value some consistent assignment gives it."""
-    classes = [dict(zip(v.record_keys.tolist(), v.record_classes.tolist(), strict=True))
-               for v in views]
-    bags: list[dict[int, Counter[object]]] = []
-    for v in views:
-        cv = v.values["v"]
-        per_class: dict[int, Counter[object]] = {}
-        for c, x, n in zip(cv.class_index.tolist(), cv.value.tolist(), cv.count.tolist(),
-                           strict=True):
-            per_class.setdefault(c, Counter())[x] = n
-        bags.append(per_class)
+    classes, bags = classes_and_bags(views)
     records = sorted(set().union(*classes))
     alphabet = sorted({x for b in bags for bag in b.values() for x in bag})
     out: dict[bytes, set[object]] = {r: set() for r in records}
