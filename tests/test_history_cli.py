@@ -277,3 +277,22 @@ def test_publish_takes_a_job_file_and_ordinal_orders(tmp_path: Path) -> None:
               "-o", str(tmp_path / "r3.csv"), *history)
     assert bad.exit_code == 2 and "dataset must be text" in bad.output
     assert not (tmp_path / "r3.csv").exists()
+
+
+def test_the_audit_report_never_overwrites_what_the_history_holds(tmp_path: Path) -> None:
+    """``audit --report`` naming the history, its secret or a recorded release is refused
+    (exit 2, one line), and nothing changes."""
+    versions = churned_versions(100, 1, churn=0.1, seed=2)
+    args = ["--history", str(tmp_path / "h.db"), "--secret-file", str(tmp_path / "h.secret")]
+    published = CliRunner().invoke(release, [*publish_args(write(versions[0], tmp_path / "v1.csv"),
+                                                           tmp_path / "r1.csv"), *args])
+    assert published.exit_code == 0, published.output
+    for target, what in (("h.db", "the history"), ("h.secret", "the history's secret"),
+                         ("r1.csv", "the file of")):
+        before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+        refused = CliRunner().invoke(release, ["audit", "--dataset", "census", "--report",
+                                               str(tmp_path / target), *args])
+        assert refused.exit_code == 2, refused.output
+        assert "the audit's report was refused and nothing was changed" in refused.output
+        assert what in refused.output
+        assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before

@@ -587,6 +587,11 @@ def audit_cmd(dataset: str, report_path: Path | None, as_json: bool, focus: int 
     from anonkit.releases.attacks import audit
 
     with _open(history, secret_file, read_only=True) as store:
+        if report_path is not None:  # the audit never writes over what the history holds
+            from anonkit.releases.publish import refuse_history_output
+
+            refuse_history_output(report_path.absolute(), store, secret_file=secret_file,
+                                  refused="the audit's report was refused")
         store.accept_tampered = accept_tampered
         report = audit(store, dataset, k=k, l=l_, e=e, focus=focus, pairs=pairs, worst=worst,
                        exact_seconds=exact_seconds)

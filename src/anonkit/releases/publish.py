@@ -736,7 +736,8 @@ _JOURNALS = ("-journal", "-wal", "-shm")
 
 def refuse_history_output(output: Path, store: HistoryStore | None = None, *,
                           location: HistoryLocation | None = None,
-                          secret_file: Path | None = None) -> None:
+                          secret_file: Path | None = None,
+                          refused: str = "the publish was refused") -> None:
     """Refuse (:class:`InputError`, nothing done) an output that is the history, its
     journal, its secret, or the file of a release it records (any dataset; the auxiliary
     tables and a pending temporary file too): by resolved path, and by identity (device
@@ -769,5 +770,5 @@ def refuse_history_output(output: Path, store: HistoryStore | None = None, *,
                 same = (st.st_dev, st.st_ino) == (out_stat.st_dev, out_stat.st_ino)
         if same:
             raise InputError(f"output {output} is {what} ({path}); writing it would destroy "
-                             f"it, so the publish was refused and nothing was changed. "
+                             f"it, so {refused} and nothing was changed. "
                              f"Choose another output path")
