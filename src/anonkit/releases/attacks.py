@@ -93,6 +93,7 @@ from anonkit.releases.knowledge import (
     accumulated,
     cell_members,
     fold,
+    sorted_values,
 )
 from anonkit.releases.possible import (
     EXACT_SECONDS,
@@ -651,8 +652,6 @@ def _judge(acc: Accumulated, infos: Sequence[ReleaseInfo], given: list[Requireme
             1 << list(ADVERSARIES).index(ch.adversary))) != 0)).any() for ch in checks)
 
     complete = True
-    status = {a: np.where(acc.entries[a].high >= 1, POSSIBLE, IMPOSSIBLE).astype(np.int8)
-              for a in acc.attributes}  # the values left, as if all were possible
     if stop_at_proof is not None:
         m = _measure(acc, targets)  # the propagation's bound only
         checks = _checks(acc, m, keys, threshold)
@@ -660,6 +659,9 @@ def _judge(acc: Accumulated, infos: Sequence[ReleaseInfo], given: list[Requireme
             complete = False
             for ch in checks:
                 ch.breach = ch.proved
+            # the values left, as if all were possible (for the worst cases' evidence)
+            status = {a: np.where(acc.entries[a].high >= 1, POSSIBLE, IMPOSSIBLE)
+                      .astype(np.int8) for a in acc.attributes}
     if complete:
         st = structure(acc)
         status = {a: entry_status(acc, a, st) for a in acc.attributes}
@@ -780,13 +782,8 @@ def _linked_values(acc: Accumulated, attr: str, record: int) -> np.ndarray:
 
 
 def _shown(acc: Accumulated, attr: str, ids: np.ndarray) -> list[object]:
-    """At most _N_VALUES_SHOWN values, in one order whatever the releases (missing last)."""
-    names = acc.values[attr].array[np.asarray(ids, dtype=np.int64)].tolist()
-    if acc.values[attr].numeric:
-        names.sort(key=lambda x: (math.isnan(x), x))
-    else:
-        names.sort(key=lambda x: (x is None, str(x)))
-    return [_plain(v) for v in names[:_N_VALUES_SHOWN]]
+    """At most _N_VALUES_SHOWN values, in the knowledge's one order (missing last)."""
+    return [_plain(v) for v in sorted_values(acc, attr, ids)[:_N_VALUES_SHOWN]]
 
 
 def _finding_order(f: Finding) -> tuple[int, str, str, str, bool, bool]:

@@ -28,6 +28,7 @@ import hmac
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import fields
+from datetime import UTC
 
 from anonkit.errors import HistoryError
 
@@ -36,8 +37,6 @@ _HEAD_DOMAIN = b"anonkit-release-chain-head-v1\x00"
 #: ReleaseInfo fields that are not authenticated: the database's id (a copy may renumber),
 #: the pending file (cleared after the commit) and the authentication itself
 UNAUTHENTICATED = ("id", "pending_path", "auth", "content_digest")
-#: the parts of a release's content, in the order they are digested
-PARTS = ("map", "persons", "fingerprints", "labels", "values", "record_values")
 
 
 class TamperedHistoryError(HistoryError):
@@ -61,7 +60,8 @@ def canonical(info: object, content: Mapping[str, str]) -> bytes:
     digests."""
     row = {f.name: getattr(info, f.name) for f in fields(info)  # type: ignore[arg-type]
            if f.name not in UNAUTHENTICATED}
-    row["created_at"] = row["created_at"].isoformat()
+    # in UTC: PostgreSQL returns the time in the session's zone, which a client may set
+    row["created_at"] = row["created_at"].astimezone(UTC).isoformat()
     row["content"] = dict(content)
     return json.dumps(row, sort_keys=True, separators=(",", ":"), ensure_ascii=True,
                       default=str).encode("ascii")

@@ -339,8 +339,8 @@ def _gate_text(info: ReleaseInfo) -> str:
     if not gate.get("new_breaches"):
         return f"gate: passed ({judged} records judged over all their releases)"
     adversaries = gate.get("adversaries") or {}
-    who = ", ".join(f"{a} adversary: {v.get('proved', 0)} proved, "  # type: ignore[union-attr]
-                    f"{v.get('not_ruled_out', 0)} not ruled out"  # type: ignore[union-attr]
+    who = ", ".join(f"{a} adversary: {v.get('counted', 0)} records, "  # type: ignore[union-attr]
+                    f"{v.get('proved', 0)} proved"  # type: ignore[union-attr]
                     for a, v in adversaries.items())  # type: ignore[union-attr]
     return (f"gate: OVERRIDDEN with --allow-breach at {gate.get('at')}: "
             f"{gate.get('new_breaches')} records newly breached ({who})")

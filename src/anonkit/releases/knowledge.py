@@ -1026,10 +1026,15 @@ def _values_left(acc: Accumulated, attr: str, record: int, deduced: bool = False
     a = acc.atom[record]
     lo, hi = np.searchsorted(e.atom, [a, a + 1])
     ids = e.value[lo:hi][e.high[lo:hi] >= 1] if deduced else e.value[lo:hi]
-    names = acc.values[attr].array[ids]
+    return sorted_values(acc, attr, ids)
+
+
+def sorted_values(acc: Accumulated, attr: str, ids: np.ndarray) -> list[object]:
+    """The values of ``ids`` in one order whatever releases the knowledge holds: numbers
+    ascending, text by its text; missing last."""
+    names = acc.values[attr].array[np.asarray(ids, dtype=np.int64)]
     if acc.values[attr].numeric:
         return sorted(names.tolist(), key=lambda x: (math.isnan(x), x))
-    # one order whatever releases the knowledge holds: missing last
     return sorted(names.tolist(), key=lambda x: (x is None, str(x)))
 
 

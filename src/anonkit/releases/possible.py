@@ -288,17 +288,6 @@ def entry_status(acc: Accumulated, attr: str, st: Structure | None = None) -> np
 
 
 @dataclass
-class Settled:
-    """What :func:`settle` did: components solved, and the time it took."""
-
-    components: int = 0
-    solves: int = 0
-    skipped_large: int = 0
-    out_of_time: int = 0
-    seconds: float = 0.0
-
-
-@dataclass
 class _Block:
     """One component's integer program: ``x`` per live entry (an atom and a value), rows
     for the atoms' sizes and the classes' (value) counts."""
@@ -387,12 +376,11 @@ def _solve(blocks: list[_Block], remaining: float
 
 
 def settle(acc: Accumulated, attr: str, status: np.ndarray, atoms: np.ndarray,
-           st: Structure, *, deadline: float, report: Settled | None = None) -> np.ndarray:
+           st: Structure, *, deadline: float) -> np.ndarray:
     """Decide the undecided entries of ``atoms`` exactly (see the module), smallest
     component first, until ``deadline`` (a ``time.monotonic()`` value). Independent
     components are solved together, up to :data:`MAX_EXACT_ENTRIES` entries a program.
     Returns the updated statuses; entries left undecided stay so."""
-    report = report or Settled()
     e = acc.entries[attr]
     status = status.copy()
     wanted = np.zeros(len(acc.atom_size), dtype=bool)
@@ -411,7 +399,6 @@ def settle(acc: Accumulated, attr: str, status: np.ndarray, atoms: np.ndarray,
     entry_order = np.argsort(entry_comp, kind="stable")  # within a component: by atom
     entry_start = np.searchsorted(entry_comp[entry_order], np.arange(st.n_components + 1))
     size = np.bincount(entry_comp[status != IMPOSSIBLE], minlength=st.n_components)
-    started = time.monotonic()
     pending: list[_Block] = []
     batch_size = 0
 
@@ -419,12 +406,9 @@ def settle(acc: Accumulated, attr: str, status: np.ndarray, atoms: np.ndarray,
         while blocks:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                report.out_of_time += len(blocks)
                 return
             solved = _solve(blocks, remaining)
-            report.solves += 1
-            if solved is None:
-                report.out_of_time += len(blocks)
+            if solved is None:  # no solution in time
                 return
             code, xs, used = solved
             if code == 2:  # no assignment at all (a value changed): the upper bound stands
@@ -441,17 +425,14 @@ def settle(acc: Accumulated, attr: str, status: np.ndarray, atoms: np.ndarray,
                 b.targets = b.targets[status[b.live[b.targets]] == UNDECIDED]
                 if len(b.targets):
                     still.append(b)
-            if code != 0 and len(still) == len(blocks) and all(
-                    y < 0.5 for y in used):
-                report.out_of_time += len(still)
-                return
+            if code != 0 and len(still) == len(blocks) and all(y < 0.5 for y in used):
+                return  # out of time, and nothing gained
             blocks = still
 
     for k in comps[np.argsort(size[comps], kind="stable")]:
         here = entry_order[entry_start[k]:entry_start[k + 1]]
         live = here[status[here] != IMPOSSIBLE]
         if len(live) > MAX_EXACT_ENTRIES:
-            report.skipped_large += 1
             continue
         in_k = cv_order[cv_start[k]:cv_start[k + 1]]
         block = _block(acc, attr, st, live, (cv_all[in_k], need_all[in_k], count_all[in_k]))
@@ -459,12 +440,10 @@ def settle(acc: Accumulated, attr: str, status: np.ndarray, atoms: np.ndarray,
             continue
         targets = np.flatnonzero((status[live] == UNDECIDED) & wanted[e.atom[live]])
         block.targets = targets
-        report.components += 1
         if batch_size + len(live) > MAX_EXACT_ENTRIES:
             run(pending)
             pending, batch_size = [], 0
         pending.append(block)
         batch_size += len(live)
     run(pending)
-    report.seconds += time.monotonic() - started
     return status

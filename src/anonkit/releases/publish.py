@@ -58,8 +58,8 @@ import pandas as pd
 
 from anonkit.errors import HistoryError, InputError
 from anonkit.hierarchy.base import Hierarchy
-from anonkit.release import Release, auxiliary_path, require_input_rows
-from anonkit.releases.attacks import CrossReleaseBreachError, judge
+from anonkit.release import Release, ThreatModel, auxiliary_path, require_input_rows
+from anonkit.releases.attacks import ADVERSARIES, CrossReleaseBreachError, judge
 from anonkit.releases.knowledge import Accumulated, accumulated
 from anonkit.releases.knowledge import to_bytes as knowledge_to_bytes
 from anonkit.releases.possible import EXACT_SECONDS
@@ -536,21 +536,19 @@ def gate(known: Accumulated, release: PreparedRelease, allow_breach: bool,
     # a one-shot method re-run on a changed table breaches almost always: look for a proof
     # on the values left first (cheap); a sequential method's release is meant to pass, so
     # it is judged in full at once (either way the same records are refused)
-    one_shot = release.threat_model == "one-shot"
+    one_shot = release.threat_model == ThreatModel.ONE_SHOT
     report = judge(known, settle_when_proved=False,
                    stop_at_proof=~known.accepted if one_shot else None,
                    exact_seconds=exact_seconds)
     scope = report.overall
     breached = scope.breached_records if scope is not None else np.zeros(0, dtype=np.int64)
     new = breached[~known.accepted[breached]]
-    by_adversary = {}
-    for adversary in ("qi", "linkage"):
-        found = [f for f in (scope.findings if scope else []) if f.adversary == adversary
-                 and not f.outside_claim]
-        if found:
-            by_adversary[adversary] = {
-                "proved": max((f.records for f in found if f.proved), default=0),
-                "not_ruled_out": max((f.records for f in found if not f.proved), default=0)}
+    # per adversary the judgement's own counts: records exposed, of them counted (under a
+    # threat model that claims the adversary), and proved
+    by_adversary = {a: {"exposed": scope.breached_by.get(a, 0),
+                        "counted": scope.counted_by.get(a, 0),
+                        "proved": scope.proved_by.get(a, 0)}
+                    for a in ADVERSARIES if scope is not None and scope.counted_by.get(a, 0)}
     record: dict[str, object] = {
         "judged_records": scope.records_compared if scope else 0,
         "breached_records": len(breached), "new_breaches": len(new),

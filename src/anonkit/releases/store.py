@@ -1264,8 +1264,8 @@ class HistoryStore:
                                .where(maps.release_id == release.id)).first()
         if row is None or row[2] is None:
             return None
-        check_part(release, "fingerprints", _persons_digest(row[2]), self.accept_tampered)
-        check_part(release, "persons", _persons_digest(row[1]), self.accept_tampered)
+        check_part(release, "fingerprints", _blob_digest(row[2]), self.accept_tampered)
+        check_part(release, "persons", _blob_digest(row[1]), self.accept_tampered)
         keys = np.frombuffer(row[0], dtype="S16")
         persons = None if row[1] is None else np.frombuffer(row[1], dtype="S16")
         prints = decrypt_fingerprints(self.secret, release.dataset, release.seq, bytes(row[2]))
@@ -1414,12 +1414,8 @@ class HistoryStore:
                 coded = self._insert_record_values(conn, release_id, release)
                 labels_by_id = [row[2] for row in sorted(release.class_rows,
                                                          key=lambda r: r[0])]
-                content = {"map": _map_digest(record_map),
-                           "persons": _persons_digest(map_row["persons"]),  # type: ignore[arg-type]
-                           "fingerprints": _persons_digest(prints),
-                           "labels": _labels_digest(labels_by_id),
-                           "values": _values_digest(value_rows),
-                           "record_values": _record_values_digest(coded)}
+                content = _content_digest(record_map, map_row["persons"],  # type: ignore[arg-type]
+                                          prints, labels_by_id, value_rows, coded)
                 _authenticate(conn, self.secret, release_id, previous_auth, content)
                 # a state that did not see this release must not outlive it
                 conn.execute(knowledge_table.delete()
@@ -1600,7 +1596,7 @@ def _release_persons(conn: Connection, release_id: int,
         return pseudonym_array([bytes(r[0]) for r in rows])  # type: ignore[arg-type]
     n, blob = int(row[0]), row[1]
     if release is not None:
-        check_part(release, "persons", _persons_digest(blob), accept_tampered)
+        check_part(release, "persons", _blob_digest(blob), accept_tampered)
     if n == 0:
         return np.zeros(0, dtype="S16")
     if blob is None:
@@ -1661,7 +1657,8 @@ def _map_digest(record_map: RecordMap) -> str:
                         row["counterfeits"]])
 
 
-def _persons_digest(blob: bytes | None) -> str:
+def _blob_digest(blob: bytes | None) -> str:
+    """The digest of a blob that may be absent (NULL and empty differ)."""
     return part_digest([b"" if blob is None else b"\x01" + bytes(blob)])
 
 
@@ -1680,17 +1677,25 @@ def _record_values_digest(rows: Sequence[tuple[str, bytes, bytes]]) -> str:
                        for chunk in (attribute.encode("utf-8"), bytes(nonce), bytes(codes)))
 
 
+def _content_digest(record_map: RecordMap, persons: bytes | None, prints: bytes | None,
+                    labels: Sequence[str], values: Sequence[tuple[str, bool, bytes]],
+                    coded: Sequence[tuple[str, bytes, bytes]]) -> dict[str, str]:
+    """The digests of every part the history keeps of a release (see chain.py), as stored."""
+    return {"map": _map_digest(record_map), "persons": _blob_digest(persons),
+            "fingerprints": _blob_digest(prints), "labels": _labels_digest(labels),
+            "values": _values_digest(values), "record_values": _record_values_digest(coded)}
+
+
 def _authenticate(conn: Connection, secret: Secret, release_id: int, previous: str,
                   content: dict[str, str]) -> str:
     """Record a release's content digests and its ``auth`` (from its row as read back, so
-    the check later reads the same values), and move the history's head to it."""
-    conn.execute(releases_table.update().where(releases_table.c.id == release_id)
-                 .values(content_digest=content))
+    the check later reads the same values; neither column is part of what the tag covers),
+    and move the history's head to it."""
     info = _info(conn.execute(sa.select(releases_table)
                               .where(releases_table.c.id == release_id)).mappings().one())
     auth = release_tag(secret.value, previous, info, content)
     conn.execute(releases_table.update().where(releases_table.c.id == release_id)
-                 .values(auth=auth))
+                 .values(content_digest=content, auth=auth))
     count = conn.execute(sa.select(sa.func.count()).select_from(releases_table)).scalar_one()
     conn.execute(schema_table.update().values(chain=head_tag(secret.value, int(count), auth)))
     return auth
@@ -1725,11 +1730,8 @@ def seal_history(conn: Connection, secret: Secret) -> int:
             .where(record_values_table.c.release_id == release_id)).all()
         prints = conn.execute(sa.select(maps.fingerprints)
                               .where(maps.release_id == release_id)).scalar()
-        content = {"map": _map_digest(record_map), "persons": _persons_digest(persons),
-                   "fingerprints": _persons_digest(prints),
-                   "labels": _labels_digest(labels),  # type: ignore[arg-type]
-                   "values": _values_digest(values),  # type: ignore[arg-type]
-                   "record_values": _record_values_digest(coded)}  # type: ignore[arg-type]
+        content = _content_digest(record_map, persons, prints, labels,  # type: ignore[arg-type]
+                                  values, coded)  # type: ignore[arg-type]
         previous = _authenticate(conn, secret, release_id, previous, content)
     return len(ids)
 
