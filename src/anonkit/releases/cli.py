@@ -331,6 +331,8 @@ def publish_cmd(input_path: Path | None, dataset: str | None, key: str | None,
 
 def _gate_text(info: ReleaseInfo) -> str:
     """What the publish-time gate found, in one line."""
+    from anonkit.releases.attacks import records_text
+
     gate = info.gate
     if gate is None:
         return ("gate: none (the first release of its dataset)" if info.seq == 1
@@ -339,11 +341,12 @@ def _gate_text(info: ReleaseInfo) -> str:
     if not gate.get("new_breaches"):
         return f"gate: passed ({judged} records judged over all their releases)"
     adversaries = gate.get("adversaries") or {}
-    who = ", ".join(f"{a} adversary: {v.get('counted', 0)} records, "  # type: ignore[union-attr]
+    who = ", ".join(f"{a} adversary: {records_text(int(v.get('counted', 0)))}, "  # type: ignore[union-attr]
                     f"{v.get('proved', 0)} proved"  # type: ignore[union-attr]
                     for a, v in adversaries.items())  # type: ignore[union-attr]
     return (f"gate: OVERRIDDEN with --allow-breach at {gate.get('at')}: "
-            f"{gate.get('new_breaches')} records newly breached ({who})")
+            f"{records_text(int(gate.get('new_breaches', 0)))} newly breached "  # type: ignore[call-overload]
+            f"({who})")
 
 
 # -- lineage ---------------------------------------------------------------------------------
