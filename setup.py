@@ -30,14 +30,14 @@ setup(
             extra_compile_args=["-O3"],
         ),
         Extension(
-            "anonkit.releases._knowledge_c",
-            ["src/anonkit/releases/_knowledge_c.c"],
+            "anonkit.history._knowledge_c",
+            ["src/anonkit/history/_knowledge_c.c"],
             # bounds are sums of whole numbers: exact in float64 in any order
             extra_compile_args=["-O3"],
         ),
         Extension(
-            "anonkit._csv_writer",
-            ["src/anonkit/_csv_writer.c"],
+            "anonkit.data._csv_writer",
+            ["src/anonkit/data/_csv_writer.c"],
             extra_compile_args=["-O3", "-pthread"],
             extra_link_args=["-pthread"],
         ),

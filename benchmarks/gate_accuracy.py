@@ -33,9 +33,9 @@ import numpy as np
 import pandas as pd
 
 from anonkit.errors import AnonkitError
-from anonkit.releases import HistoryStore, PublishRequest, publish
-from anonkit.releases.attacks import judge
-from anonkit.releases.knowledge import accumulated
+from anonkit.history import HistoryStore, PublishRequest, publish
+from anonkit.history.attacks import judge
+from anonkit.history.knowledge import accumulated
 
 DIAGNOSES = np.array(["flu", "hiv", "gout"], dtype=object)
 L = 2

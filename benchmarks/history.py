@@ -33,7 +33,7 @@ import warnings
 from pathlib import Path
 
 from anonkit.datasets import census_versions, make_census
-from anonkit.releases import HistoryStore, PublishRequest, audit, publish
+from anonkit.history import HistoryStore, PublishRequest, audit, publish
 
 QIS = ["age", "sex", "race", "marital-status", "education", "zip"]
 TARGET_SECONDS = 10.0
@@ -96,7 +96,7 @@ def main() -> int:
             t0 = time.perf_counter()
             views = [store.load(i, labels=False) for i in store.releases(dataset)]
             loaded = time.perf_counter() - t0
-            from anonkit.releases.attacks import audit_views
+            from anonkit.history.attacks import audit_views
 
             t1 = time.perf_counter()
             audit_views(views)  # the knowledge rebuilt from the releases, then judged
@@ -138,8 +138,8 @@ def series(store: HistoryStore, dataset: str, n_rows: int, counts: list[int], wo
     phases before it (``publish``'s ``timings``). It reads the knowledge the history keeps,
     adds release n and judges every record of the dataset (those release n newly exposes
     refuse it). Release n is then published with ``allow_breach``."""
-    from anonkit.releases.attacks import CrossReleaseBreachError
-    from anonkit.releases.knowledge import accumulated
+    from anonkit.history.attacks import CrossReleaseBreachError
+    from anonkit.history.knowledge import accumulated
 
     before_gate = ("validate", "pseudonyms", "method", "verify", "summarize", "lineage")
     out: list[tuple[str, float, str, float | None]] = []

@@ -78,9 +78,9 @@ def pseudonyms(keys: pd.Series) -> np.ndarray:
 
 
 def run(args: argparse.Namespace, folder: Path) -> None:
-    from anonkit.io import read_table
-    from anonkit.releases.minvariance import MInvariance, SignatureState
-    from anonkit.table import Schema
+    from anonkit.data.io import read_table
+    from anonkit.data.table import Schema
+    from anonkit.history.engines.minvariance import MInvariance, SignatureState
 
     inputs = []
     for i, ids in enumerate(versions(args.rows, args.releases, args.churn,
@@ -134,8 +134,8 @@ def history(inputs: list[Path], folder: Path, args: argparse.Namespace) -> None:
     """The same sequence published through the history (the gate audits every release)."""
     import warnings
 
-    from anonkit.io import read_table
-    from anonkit.releases import HistoryStore, PublishRequest, audit, publish
+    from anonkit.data.io import read_table
+    from anonkit.history import HistoryStore, PublishRequest, audit, publish
 
     request = PublishRequest(dataset="ward", key="pid", quasi_identifiers=["age", "zip", "sex"],
                              sensitive=["disease"], method="m-invariance",

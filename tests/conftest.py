@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from anonkit.releases.migrations import MIGRATION_HOOKS
-from anonkit.releases.publish import PUBLISH_HOOKS
-from anonkit.releases.secret import SECRET_ENV
+from anonkit.history.migrations import MIGRATION_HOOKS
+from anonkit.history.publish import PUBLISH_HOOKS
+from anonkit.history.secret import SECRET_ENV
 
 
 @pytest.fixture(autouse=True)

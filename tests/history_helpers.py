@@ -19,18 +19,18 @@ import numpy as np
 import pandas as pd
 import sqlalchemy as sa
 
-from anonkit.models import KEAnonymity
-from anonkit.models.base import Classes, KAnonymity, PrivacyModel, SensitiveAttribute
-from anonkit.releases.publish import (
+from anonkit.data.table import ColumnSpec, Kind, Role, encode_column
+from anonkit.history.publish import (
     PUBLISH_HOOKS,
     PublishContext,
     PublishRequest,
     publish,
     register_method,
 )
-from anonkit.releases.store import HistoryStore
-from anonkit.result import AnonymizationResult
-from anonkit.table import ColumnSpec, Kind, Role, encode_column
+from anonkit.history.store import HistoryStore
+from anonkit.models import KEAnonymity
+from anonkit.models.base import Classes, KAnonymity, PrivacyModel, SensitiveAttribute
+from anonkit.release import Release
 
 DISEASES = np.array(["flu", "asthma", "diabetes", "cancer", "hiv", "migraine", "covid",
                      "gastritis"], dtype=object)
@@ -68,7 +68,7 @@ def churned_versions(n_rows: int, n_versions: int, churn: float,
 
 
 def sorted_chunks(df: pd.DataFrame, request: PublishRequest,
-                  context: PublishContext) -> AnonymizationResult:
+                  context: PublishContext) -> Release:
     """A naive one-shot anonymizer for tests that do not need Mondrian: sort the rows by
     their quasi-identifiers, cut runs of k, release each QI as the run's range (or set)."""
     schema = context.schema
@@ -94,7 +94,7 @@ def sorted_chunks(df: pd.DataFrame, request: PublishRequest,
         data[q] = labels[q][class_ids]
     classes = pd.DataFrame({"size": np.bincount(class_ids), **labels})
     verdicts = [KAnonymity(k).verdict(Classes(class_ids))]
-    return AnonymizationResult(data.reset_index(drop=True), class_ids, classes, verdicts, {},
+    return Release(data.reset_index(drop=True), class_ids, classes, verdicts, {},
                                schema, "sorted-chunks", {"k": k}, models=[KAnonymity(k)])
 
 
@@ -102,7 +102,7 @@ register_method("sorted-chunks", sorted_chunks, replace=True)
 
 
 def given_classes(df: pd.DataFrame, request: PublishRequest,
-                  context: PublishContext) -> AnonymizationResult:
+                  context: PublishContext) -> Release:
     """Classes chosen by the test: ``options["classes"]`` maps each key to its class."""
     schema = context.schema
     chosen = request.options["classes"]
@@ -124,7 +124,7 @@ def given_classes(df: pd.DataFrame, request: PublishRequest,
             allow_missing=True))
         models.append(KEAnonymity(ke_k, ke_e, attribute=attr))
         verdicts.append(models[-1].verdict(Classes(class_ids, sensitive=[income])))
-    return AnonymizationResult(data, class_ids, pd.DataFrame({"size": np.bincount(class_ids),
+    return Release(data, class_ids, pd.DataFrame({"size": np.bincount(class_ids),
                                                                **labels}),
                                verdicts, {}, schema, "given-classes", {"k": k}, models=models)
 
@@ -143,7 +143,7 @@ def history_state(store: HistoryStore) -> list[tuple[object, ...]]:
     """Everything a publish could change, to compare before and after (the records are
     counted in the record maps: a release since version 3 writes no ``anonkit_records``
     rows; those rows are counted too, which no publish may change)."""
-    from anonkit.releases.store import classes_table, record_maps_table, records_table
+    from anonkit.history.store import classes_table, record_maps_table, records_table
 
     with store.engine.connect() as conn:
         n_classes = conn.execute(sa.select(sa.func.count()).select_from(classes_table)).scalar()
@@ -159,7 +159,7 @@ def history_state(store: HistoryStore) -> list[tuple[object, ...]]:
 def write_record_rows(store: HistoryStore) -> None:
     """Give every release with a record map the ``anonkit_records`` rows a release recorded
     before version 3 had (key, class, history-wide pseudonym or NULL), from its map."""
-    from anonkit.releases.store import record_maps_table, records_table
+    from anonkit.history.store import record_maps_table, records_table
 
     maps = record_maps_table.c
     with store.engine.begin() as conn:
@@ -179,7 +179,7 @@ def write_record_rows(store: HistoryStore) -> None:
 def _classes_in_clear(store: HistoryStore, conn: sa.Connection, release_id: int, n: int,
                       classes: bytes) -> bytes:
     """A record map's classes as version 3 kept them (version 4 encrypts them)."""
-    from anonkit.releases.store import decrypt_classes, releases_table
+    from anonkit.history.store import decrypt_classes, releases_table
 
     if len(classes) == 4 * n:
         return classes
@@ -191,7 +191,7 @@ def _classes_in_clear(store: HistoryStore, conn: sa.Connection, release_id: int,
 def as_version_3(store: HistoryStore) -> None:
     """Make a history what version 3 was: no gate, no authentication, the record maps'
     classes in clear and the kept knowledge's public part in clear."""
-    from anonkit.releases.store import (
+    from anonkit.history.store import (
         _KNOWLEDGE_DOMAIN,
         _keystream_bytes,
         _knowledge_context,
@@ -229,7 +229,7 @@ def as_version_3(store: HistoryStore) -> None:
 def as_version_2(store: HistoryStore) -> None:
     """Make a history what version 2 was: its records as ``anonkit_records`` rows, without
     the version-3 tables."""
-    from anonkit.releases.store import knowledge_table, record_maps_table, schema_table
+    from anonkit.history.store import knowledge_table, record_maps_table, schema_table
 
     write_record_rows(store)
     with store.engine.begin() as conn:

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from anonkit.datasets import census_versions
-from anonkit.releases.attacks import (
+from anonkit.history.attacks import (
     PINNED,
     AuditReport,
     CrossReleaseBreachError,
@@ -28,10 +28,10 @@ from anonkit.releases.attacks import (
     audit_views,
     requirements_of,
 )
-from anonkit.releases.knowledge import knowledge
-from anonkit.releases.publish import PublishRequest, method_for, publish, register_method
-from anonkit.releases.report import render_html
-from anonkit.releases.store import HistoryStore, PreparedRelease, multisets
+from anonkit.history.knowledge import knowledge
+from anonkit.history.publish import PublishRequest, method_for, publish, register_method
+from anonkit.history.report import render_html
+from anonkit.history.store import HistoryStore, PreparedRelease, multisets
 from history_helpers import churned_versions, make_request, people
 
 if TYPE_CHECKING:
@@ -133,7 +133,7 @@ def test_requirements_come_from_the_recorded_requirements(history: HistoryTarget
                              "models": [{"model": "novel model", "parameters": {"z": 4}},
                                         {"model": "t-closeness", "parameters": {"t": 0.2}}]})
     assert requirements_of(fake) == [novel]
-    from anonkit.releases.attacks import exact_only_models
+    from anonkit.history.attacks import exact_only_models
 
     assert exact_only_models(fake) == ["t-closeness (t=0.2)"]
     # the verdicts' names no longer matter: no requirement recorded, none audited
@@ -152,7 +152,7 @@ def test_a_model_without_cross_release_measure_is_checked_for_exact_disclosure(
                                classes=classes)
             publish(store, HAND, req, tmp_path / f"r{n}.csv", allow_breach=True)
         views = [store.load(i, labels=False) for i in store.releases("census")]
-    from anonkit.releases.attacks import EXACT_ONLY, audit_views
+    from anonkit.history.attacks import EXACT_ONLY, audit_views
 
     for v in views:  # as a t-closeness release records itself: a model, no requirement
         object.__setattr__(v, "info", v.info.__class__(**{
@@ -343,7 +343,7 @@ def assert_matches_brute_force(report: AuditReport, truth: dict,  # type: ignore
     findings not ruled out come on top: their soundness is tested against exhaustive
     enumeration in test_possible.py). The all-releases scope too, except the qi
     adversary's value findings: the audit deduces them release after release, each new
-    atom starting from its parent's bounds (see anonkit.releases.knowledge), which is not
+    atom starting from its parent's bounds (see anonkit.history.knowledge), which is not
     the brute force's from-scratch propagation; there they are at least the plain
     intersection's (``plain``: the brute force without deduction), and their soundness is
     checked record by record against the true values by the caller."""
@@ -668,7 +668,7 @@ def test_a_homogeneous_cross_release_cell_is_a_breach(tmp_path: Path) -> None:
     the audit reports it (exit 3)."""
     from click.testing import CliRunner
 
-    from anonkit.releases.cli import release
+    from anonkit.cli.release import release
 
     db = tmp_path / "h.db"
 

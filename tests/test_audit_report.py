@@ -1,14 +1,14 @@
 """The audit as it is read: one verdict per adversary at the top of the summary and of the
 HTML report, never contradicted by the status above it, and under each adversary its own
-evidence only (:meth:`anonkit.releases.attacks.AuditReport.summary`,
-:mod:`anonkit.releases.report`)."""
+evidence only (:meth:`anonkit.history.attacks.AuditReport.summary`,
+:mod:`anonkit.history.report`)."""
 
 from __future__ import annotations
 
 import dataclasses
 import re
 
-from anonkit.releases.attacks import (
+from anonkit.history.attacks import (
     OUTSIDE_CLAIM,
     PINNED,
     AuditReport,
@@ -16,8 +16,8 @@ from anonkit.releases.attacks import (
     ScopeResult,
     audit_views,
 )
-from anonkit.releases.report import render_html
-from anonkit.releases.store import PreparedRelease, ReleaseView
+from anonkit.history.report import render_html
+from anonkit.history.store import PreparedRelease, ReleaseView
 from test_knowledge import pid, release
 
 # four people in two classes per release; release 2 swaps b and d. Each class keeps {flu,

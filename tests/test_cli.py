@@ -186,7 +186,7 @@ def test_console_entry_keeps_exit_codes_and_output(adult_csv: Path, tmp_path: Pa
     import sys
 
     def entry(*args: object) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "anonkit.cli", *map(str, args)],
+        return subprocess.run([sys.executable, "-m", "anonkit", *map(str, args)],
                               capture_output=True, text=True, check=False)
 
     out = tmp_path / "release.csv"

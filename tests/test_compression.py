@@ -28,8 +28,8 @@ from anonkit.algorithms.compression import (
     truncate,
 )
 from anonkit.cli import main
+from anonkit.data.table import Schema
 from anonkit.errors import InputError
-from anonkit.table import Schema
 
 AGES = [5, 15, 19, 22, 25, 33, 33, 39, 31, 44, 41, 42, 48, 55, 59, 70]
 # the notebook's answer for the ages, k = 2, alphabetic tree

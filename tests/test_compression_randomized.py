@@ -18,8 +18,8 @@ from anonkit.algorithms.compression import (
     representative_nodes,
 )
 from anonkit.cli import main
+from anonkit.data.table import Schema
 from anonkit.errors import InputError, ModelNotMetError
-from anonkit.table import Schema
 
 
 def randomized(df: pd.DataFrame, **options: object):

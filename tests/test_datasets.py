@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from anonkit.data.table import Kind, encode
 from anonkit.datasets import (
     ADULT_QUASI_IDENTIFIERS,
     CENSUS_QUASI_IDENTIFIERS,
@@ -15,7 +16,6 @@ from anonkit.datasets import (
     make_census,
 )
 from anonkit.errors import InputError
-from anonkit.table import Kind, encode
 from complexity import GROWTH_BOUND, growth
 
 # --------------------------------------------------------------------------- adult

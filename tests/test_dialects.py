@@ -16,9 +16,9 @@ import pytest
 from click.testing import CliRunner
 
 from anonkit.cli import main
+from anonkit.data.io import Dialect, read_arrow, read_table, table_columns
 from anonkit.errors import InputError
 from anonkit.hierarchy import read_arx_hierarchy
-from anonkit.io import Dialect, read_arrow, read_table, table_columns
 
 ADULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult_mondrian"
 ADULT_NAMES = ("age,workclass,fnlwgt,education,education-num,marital-status,occupation,"
@@ -337,7 +337,7 @@ def test_raw_uci_adult_in_one_command(tmp_path: Path) -> None:
 
 def test_release_publish_reads_the_same_dialects(tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    from anonkit.releases.cli import release
+    from anonkit.cli.release import release
 
     for name in ("ANONKIT_HISTORY", "ANONKIT_HISTORY_SECRET_FILE", "ANONKIT_HISTORY_SECRET"):
         monkeypatch.delenv(name, raising=False)
@@ -371,7 +371,7 @@ def test_value_errors_name_the_file_line(tmp_path: Path) -> None:
     assert code == 2 and "line 12 of the file has 'x'" in output, output  # a blank line 1
     # the Python API keeps the DataFrame's row labels
     with pytest.raises(InputError, match=r"first rows: \[10\]"):
-        from anonkit.table import Schema, encode
+        from anonkit.data.table import Schema, encode
 
         df = read_table(path)
         encode(df, Schema.from_roles(df, ["age", "tag"]))

@@ -27,6 +27,8 @@ from hypothesis import strategies as st
 from anonkit.algorithms.mondrian import Mondrian
 from anonkit.checker import bind_models, check, parse_model
 from anonkit.cli import main
+from anonkit.data.io import write_table
+from anonkit.data.table import Encoding, Schema, encode
 from anonkit.datasets import CENSUS_QUASI_IDENTIFIERS, make_census
 from anonkit.distributed import engine as engine_module
 from anonkit.distributed.check import check_parts, fit_sensitive_encoding
@@ -35,11 +37,9 @@ from anonkit.distributed.engine import DaskMondrian
 from anonkit.distributed.fragments import CutTree, build_cut_tree, merge_fragments
 from anonkit.distributed.source import source_parts
 from anonkit.errors import InputError, ModelNotMetError
-from anonkit.io import write_table
 from anonkit.models import KAnonymity
 from anonkit.models.base import Classes, SensitiveAttribute
 from anonkit.models.closeness import TCloseness
-from anonkit.table import Encoding, Schema, encode
 
 pycanon = pytest.importorskip("pycanon.anonymity")
 

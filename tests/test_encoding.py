@@ -12,11 +12,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from anonkit.data.table import EncodedColumn, EncodedTable, Encoding, Kind, Schema, encode
 from anonkit.errors import InputError
 from anonkit.hierarchy.base import Hierarchy
 from anonkit.models.base import Classes, SensitiveAttribute
 from anonkit.models.closeness import TCloseness
-from anonkit.table import EncodedColumn, EncodedTable, Encoding, Kind, Schema, encode
 
 SETTINGS = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])

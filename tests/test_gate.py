@@ -16,8 +16,8 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner, Result
 
-from anonkit.releases.cli import release
-from anonkit.releases.store import HistoryStore
+from anonkit.cli.release import release
+from anonkit.history.store import HistoryStore
 
 WARD = pd.DataFrame({
     "pid": list(range(1, 17)),

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from anonkit.data.table import ColumnSpec, EncodedColumn, Kind, Role, encode_column
 from anonkit.errors import InputError
 from anonkit.generalization import (
     MISSING_LABEL,
@@ -25,7 +26,6 @@ from anonkit.generalization import (
 )
 from anonkit.hierarchy import date_hierarchy, grouping_hierarchy, interval_hierarchy
 from anonkit.hierarchy.base import Hierarchy
-from anonkit.table import ColumnSpec, EncodedColumn, Kind, Role, encode_column
 
 SETTINGS = settings(max_examples=50, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from anonkit.data.table import Kind, Schema, encode
 from anonkit.errors import InputError
 from anonkit.hierarchy import (
     Hierarchy,
@@ -19,7 +20,6 @@ from anonkit.hierarchy import (
     read_arx_hierarchy,
     write_arx_hierarchy,
 )
-from anonkit.table import Kind, Schema, encode
 
 SHARED = Path("/work/shared/data")
 ARX = SHARED / "adult_arx"

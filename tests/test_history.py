@@ -27,7 +27,7 @@ import pytest
 import sqlalchemy as sa
 
 from anonkit.errors import ConcurrentPublishError, HistoryError, InputError
-from anonkit.releases.publish import (
+from anonkit.history.publish import (
     PUBLISH_HOOKS,
     PublishContext,
     prepare_release,
@@ -35,8 +35,8 @@ from anonkit.releases.publish import (
     register_method,
     registered_methods,
 )
-from anonkit.releases.secret import SECRET_ENV, RecordHasher, canonical_keys
-from anonkit.releases.store import HistoryStore, schema_table, sha256_file
+from anonkit.history.secret import SECRET_ENV, RecordHasher, canonical_keys
+from anonkit.history.store import HistoryStore, schema_table, sha256_file
 from anonkit.verify import verify_release
 from history_helpers import (
     churned_versions,
@@ -103,7 +103,7 @@ def test_a_new_sqlite_history_gets_a_private_secret_beside_it(tmp_path: Path) ->
 
 
 def test_a_new_history_has_the_current_format(history: HistoryTarget) -> None:
-    from anonkit.releases.store import SCHEMA_VERSION
+    from anonkit.history.store import SCHEMA_VERSION
 
     with open_store(history) as store:
         inspector = sa.inspect(store.engine)
@@ -233,7 +233,7 @@ def test_a_release_records_what_an_adversary_sees(history: HistoryTarget,
 
 
 def _context(df: pd.DataFrame, sensitive: tuple[str, ...]) -> PublishContext:
-    from anonkit.table import Schema
+    from anonkit.data.table import Schema
 
     schema = Schema.from_roles(df, ["age", "zip", "sex"], list(sensitive), ["pid"])
     return PublishContext(None, "census", 1, schema, [], None)  # type: ignore[arg-type]
@@ -319,7 +319,7 @@ def test_the_method_registry() -> None:
     assert {"mondrian", "sorted-chunks"} <= set(registered_methods())
     with pytest.raises(ValueError, match="already registered"):
         register_method("mondrian", sorted_chunks)
-    from anonkit.releases.publish import method_for
+    from anonkit.history.publish import method_for
 
     with pytest.raises(InputError, match=r"unknown release method 'nope'.*mondrian"):
         method_for("nope")

@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner, Result
 
-from anonkit.releases.cli import release
-from anonkit.releases.store import HistoryStore
+from anonkit.cli.release import release
+from anonkit.history.store import HistoryStore
 from history_helpers import churned_versions, history_state, people
 
 if TYPE_CHECKING:

@@ -21,12 +21,12 @@ import psycopg
 import pytest
 from click.testing import CliRunner, Result
 
+from anonkit.cli.release import release as release_cli
 from anonkit.errors import HistoryError, InputError
-from anonkit.releases import secret as secret_module
-from anonkit.releases.cli import release as release_cli
-from anonkit.releases.publish import PUBLISH_HOOKS, publish
-from anonkit.releases.secret import SECRET_ENV, RecordHasher, canonical_keys
-from anonkit.releases.store import HistoryStore
+from anonkit.history import secret as secret_module
+from anonkit.history.publish import PUBLISH_HOOKS, publish
+from anonkit.history.secret import SECRET_ENV, RecordHasher, canonical_keys
+from anonkit.history.store import HistoryStore
 from history_helpers import churned_versions, history_state, make_request, people
 
 if TYPE_CHECKING:
@@ -301,7 +301,7 @@ def test_a_read_only_store_refuses_to_write(tmp_path: Path) -> None:
 @pytest.mark.parametrize("raised", ["crash", "breach-error"])
 def test_a_crashing_audit_exits_1_never_0_or_3(tmp_path: Path, raised: str,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    from anonkit.releases import attacks
+    from anonkit.history import attacks
 
     HistoryStore.open(tmp_path / "h.db", create=True).close()
 

@@ -20,25 +20,25 @@ import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
 
+from anonkit.cli.release import release as release_cli
 from anonkit.errors import HistoryError
-from anonkit.models.base import CrossReleaseRequirement
-from anonkit.releases import secret as secret_module
-from anonkit.releases.attacks import audit
-from anonkit.releases.cli import release as release_cli
-from anonkit.releases.migrations import (
+from anonkit.history import secret as secret_module
+from anonkit.history.attacks import audit
+from anonkit.history.migrations import (
     MIGRATION_HOOKS,
     V2_COLUMNS,
     upgrade,
     v1_metadata,
     v1_requirements,
 )
-from anonkit.releases.secret import SECRET_ENV, SecretBesideHistoryWarning
-from anonkit.releases.store import (
+from anonkit.history.secret import SECRET_ENV, SecretBesideHistoryWarning
+from anonkit.history.store import (
     SCHEMA_VERSION,
     HistoryStore,
     HistoryUpgradedWarning,
     schema_table,
 )
+from anonkit.models.base import CrossReleaseRequirement
 from test_attacks import hand_release
 
 if TYPE_CHECKING:
@@ -320,8 +320,8 @@ def test_a_wrong_secret_does_not_upgrade(tmp_path: Path) -> None:
 
 _OPENER = textwrap.dedent("""
     import sys, time, warnings
-    from anonkit.releases.migrations import MIGRATION_HOOKS
-    from anonkit.releases.store import HistoryStore
+    from anonkit.history.migrations import MIGRATION_HOOKS
+    from anonkit.history.store import HistoryStore
     history, secret, hold_lock = sys.argv[1], sys.argv[2], sys.argv[3] == "hold"
     def hold():
         print("upgrading", flush=True)
@@ -441,7 +441,7 @@ def test_a_failed_postgres_upgrade_leaves_v1(postgres_server: TemporaryPostgres,
         assert not sa.inspect(engine).has_table("anonkit_method_state")
         MIGRATION_HOOKS.clear()
         # and it upgrades afterwards (authenticating the releases needs the secret)
-        from anonkit.releases.secret import resolve_secret
+        from anonkit.history.secret import resolve_secret
 
         given, _ = resolve_secret(explicit=None, secret_file=secret, beside=None)
         assert given is not None
@@ -452,7 +452,7 @@ def test_a_failed_postgres_upgrade_leaves_v1(postgres_server: TemporaryPostgres,
 
 
 def _location(url: str):  # type: ignore[no-untyped-def]
-    from anonkit.releases.store import HistoryLocation
+    from anonkit.history.store import HistoryLocation
 
     return HistoryLocation.parse(url)
 

@@ -19,15 +19,14 @@ import pytest
 import sqlalchemy as sa
 
 from anonkit.errors import HistoryError
-from anonkit.models.base import CrossReleaseRequirement
-from anonkit.releases.intersection import (
+from anonkit.history.intersection import (
     class_intersection,
     intersection_attack,
     intersection_scopes,
     parse_spans,
 )
-from anonkit.releases.migrations import MIGRATION_HOOKS
-from anonkit.releases.store import (
+from anonkit.history.migrations import MIGRATION_HOOKS
+from anonkit.history.store import (
     SCHEMA_VERSION,
     HistoryStore,
     HistoryUpgradedWarning,
@@ -42,6 +41,7 @@ from anonkit.releases.store import (
     record_maps_table,
     records_table,
 )
+from anonkit.models.base import CrossReleaseRequirement
 from history_helpers import as_version_2, write_record_rows
 
 if TYPE_CHECKING:

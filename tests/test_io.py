@@ -14,10 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from anonkit import io as anonkit_io
-from anonkit.datasets import make_census
-from anonkit.errors import InputError
-from anonkit.io import (
+from anonkit.data import io as anonkit_io
+from anonkit.data.io import (
     atomic_write,
     check_output_path,
     read_table,
@@ -25,6 +23,8 @@ from anonkit.io import (
     table_format,
     write_table,
 )
+from anonkit.datasets import make_census
+from anonkit.errors import InputError
 from complexity import GROWTH_BOUND, growth
 
 
@@ -532,7 +532,7 @@ def test_a_first_row_longer_than_the_sample_block_reads(tmp_path: Path) -> None:
 
 
 def test_csv_writer_refuses_a_code_past_its_dictionary(tmp_path: Path) -> None:
-    from anonkit._csv_writer import write_csv as write_rows
+    from anonkit.data._csv_writer import write_csv as write_rows
 
     labels = np.array([0, 1], dtype=np.int64)
     columns = [[(0, 1, 1, None, np.array([5], dtype=np.int32), labels, b"a")]]

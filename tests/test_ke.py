@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 
 from anonkit.algorithms import ke
 from anonkit.errors import InputError
-from anonkit.ke import query, relative_error
-from anonkit.releases import HistoryStore, PublishRequest, audit, publish
-from anonkit.releases.attacks import CrossReleaseBreachError
-from anonkit.releases.knowledge import knowledge
+from anonkit.history import HistoryStore, PublishRequest, audit, publish
+from anonkit.history.attacks import CrossReleaseBreachError
+from anonkit.history.knowledge import knowledge
+from anonkit.metrics.range_queries import query, relative_error
 
 K, E = 3, 2000
 D0 = {"Tom": 84_000, "Mike": 86_000, "Alice": 87_000, "Bob": 88_000, "Kate": 89_000,
@@ -432,7 +432,7 @@ def test_a_returning_leaver_is_narrowed_across_strategies(tmp_path: Path) -> Non
 
 
 def test_query_bounds_hold_the_truth() -> None:
-    from anonkit.table import Schema
+    from anonkit.data.table import Schema
 
     df = population(np.arange(300))
     schema = Schema.from_roles(df, quasi_identifiers=["age", "zip"], sensitive=["salary"],
@@ -442,7 +442,7 @@ def test_query_bounds_hold_the_truth() -> None:
     for where in (None, {"age": (25, 40)}, {"zip": 10_003}, {"age": (30, 60), "zip": (10_000,
                                                                                        10_050)}):
         mask = np.ones(len(df), bool) if where is None else \
-            __import__("anonkit.ke", fromlist=["selection"]).selection(df, where)
+            __import__("anonkit.metrics.range_queries", fromlist=["selection"]).selection(df, where)
         total = query(release, where, "sum")
         assert total.low <= truth[mask].sum() <= total.high
         assert total.count == mask.sum() == query(release, where, "count").estimate

@@ -1,4 +1,4 @@
-"""What the adversaries know per record (:mod:`anonkit.releases.knowledge`): hand-computed
+"""What the adversaries know per record (:mod:`anonkit.history.knowledge`): hand-computed
 cases, a brute force in plain Python sets, and agreement with the audit's figures."""
 
 from __future__ import annotations
@@ -16,21 +16,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from anonkit.errors import HistoryError
-from anonkit.releases.attacks import (
+from anonkit.history.attacks import (
     PINNED,
     CrossReleaseBreachError,
     Requirement,
     audit,
     audit_views,
 )
-from anonkit.releases.knowledge import (
+from anonkit.history.knowledge import (
     Knowledge,
     KnowledgeRebuiltWarning,
     knowledge,
     knowledge_views,
 )
-from anonkit.releases.publish import publish
-from anonkit.releases.store import (
+from anonkit.history.publish import publish
+from anonkit.history.store import (
     HistoryStore,
     PreparedRelease,
     ReleaseView,
@@ -40,7 +40,7 @@ from anonkit.releases.store import (
 from history_helpers import churned_versions, make_request
 
 # the module (the package re-exports its function knowledge() under the same name)
-knowledge_module = importlib.import_module("anonkit.releases.knowledge")
+knowledge_module = importlib.import_module("anonkit.history.knowledge")
 
 
 def release(seq: int, members: dict[str, int], values: dict[str, object], *,
@@ -539,7 +539,7 @@ def test_the_kept_knowledge_is_that_of_every_release(tmp_path: Path,
 def test_damaged_kept_knowledge_is_rebuilt_with_a_warning(tmp_path: Path) -> None:
     import sqlalchemy as sa
 
-    from anonkit.releases.store import knowledge_table
+    from anonkit.history.store import knowledge_table
 
     store, _ = _published(tmp_path)
     with store:

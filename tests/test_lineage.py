@@ -18,11 +18,11 @@ import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
 
+from anonkit.cli.release import release as release_cli
 from anonkit.errors import ConcurrentPublishError, HistoryError
-from anonkit.releases.attacks import CrossReleaseBreachError, audit
-from anonkit.releases.cli import release as release_cli
-from anonkit.releases.publish import LineageError, publish
-from anonkit.releases.store import (
+from anonkit.history.attacks import CrossReleaseBreachError, audit
+from anonkit.history.publish import LineageError, publish
+from anonkit.history.store import (
     HistoryStore,
     HistoryUpgradedWarning,
     RecordMap,
@@ -213,7 +213,7 @@ def test_two_datasets_sharing_records_cannot_both_pass_the_lineage_gate(
     again, it meets the lineage gate. A concurrent release of records nobody else holds
     does not disturb it."""
     from anonkit.errors import ConcurrentPublishError
-    from anonkit.releases.publish import PUBLISH_HOOKS
+    from anonkit.history.publish import PUBLISH_HOOKS
 
     with open_store(history) as store:
         # the other process: a release of 'ward-copy' recorded while 'ward' is being checked

@@ -14,8 +14,8 @@ from click.testing import CliRunner
 from anonkit import methods
 from anonkit.cli import main
 from anonkit.errors import InputError
+from anonkit.history.store import HistoryStore
 from anonkit.models import KAnonymity, TCloseness
-from anonkit.releases.store import HistoryStore
 from history_helpers import people
 
 

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from anonkit.data.table import Kind, Schema, encode
 from anonkit.errors import InputError
 from anonkit.generalization import Form, generalize_column
 from anonkit.hierarchy.base import Hierarchy
@@ -31,7 +32,6 @@ from anonkit.metrics import (
     sample_uniques,
     suppression_rate,
 )
-from anonkit.table import Kind, Schema, encode
 
 SETTINGS = settings(max_examples=40, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])

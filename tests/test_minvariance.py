@@ -15,10 +15,9 @@ from hypothesis import strategies as st
 from anonkit.algorithms import minvariance as algo
 from anonkit.checker import check
 from anonkit.errors import InputError
-from anonkit.models.invariance import MUniqueness
-from anonkit.releases import HistoryStore, PublishRequest, audit, publish
-from anonkit.releases.attacks import CrossReleaseBreachError
-from anonkit.releases.minvariance import (
+from anonkit.history import HistoryStore, PublishRequest, audit, publish
+from anonkit.history.attacks import CrossReleaseBreachError
+from anonkit.history.engines.minvariance import (
     MInvariance,
     SignatureState,
     _key_order,
@@ -27,7 +26,8 @@ from anonkit.releases.minvariance import (
     check_m_invariance,
     signatures_from_history,
 )
-from anonkit.releases.publish import _schema
+from anonkit.history.publish import _schema
+from anonkit.models.invariance import MUniqueness
 from history_helpers import people
 
 QIS = ["age", "zip", "sex"]
@@ -461,7 +461,7 @@ def test_the_audit_of_an_m_invariant_sequence_finds_no_breach(tmp_path: Path) ->
     assert report.records_outside_claim > 0
     assert "outside the claimed threat model" in report.summary()
     assert report.to_dict()["records_breached_outside_claimed_threat_model"] > 0
-    from anonkit.releases.report import render_html
+    from anonkit.history.report import render_html
 
     page = render_html(report)
     assert "linkage <i>(outside the claimed threat model)</i>" in page

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from anonkit.data.table import ColumnSpec, Kind, Role, encode_column
 from anonkit.errors import InputError
 from anonkit.hierarchy.base import Hierarchy
 from anonkit.models import (
@@ -32,7 +33,6 @@ from anonkit.models import (
     SensitiveAttribute,
     TCloseness,
 )
-from anonkit.table import ColumnSpec, Kind, Role, encode_column
 
 SETTINGS = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])

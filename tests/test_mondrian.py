@@ -31,15 +31,15 @@ from hypothesis import strategies as st
 
 from anonkit.algorithms.mondrian import Mondrian
 from anonkit.checker import check, group_rows
+from anonkit.data.io import read_table
+from anonkit.data.table import Schema, encode
 from anonkit.datasets import load_adult, make_census
 from anonkit.errors import InputError, ModelNotMetError
 from anonkit.hierarchy import date_hierarchy, grouping_hierarchy, interval_hierarchy
 from anonkit.hierarchy.base import Hierarchy
-from anonkit.io import read_table
 from anonkit.models import KAnonymity, SensitiveAttribute, Verdict
 from anonkit.partition import Partition
-from anonkit.result import AnonymizationResult
-from anonkit.table import Schema, encode
+from anonkit.release import Release
 from complexity import GROWTH_BOUND, growth
 
 pycanon = pytest.importorskip("pycanon.anonymity")
@@ -71,7 +71,7 @@ def model_texts(l: int | None, t: float | None,  # noqa: E741
     return texts
 
 
-def assert_release_ok(result: AnonymizationResult, qis: list[str], sensitive: str | None,
+def assert_release_ok(result: Release, qis: list[str], sensitive: str | None,
                       k: int, l: int | None = None,  # noqa: E741
                       t: float | None = None,
                       entropy_l: float | None = None) -> None:
@@ -90,7 +90,7 @@ def assert_release_ok(result: AnonymizationResult, qis: list[str], sensitive: st
             assert pycanon.t_closeness(view, qis, [sensitive]) <= t + 1e-9
 
 
-def value_groups(df: pd.DataFrame, result: AnonymizationResult,
+def value_groups(df: pd.DataFrame, result: Release,
                  column: str) -> list[list[object]]:
     """The input values of ``column`` in each class, as a sorted list of sorted lists."""
     groups = df[column].groupby(result.class_ids).apply(lambda s: sorted(s.tolist()))
@@ -610,12 +610,12 @@ def test_release_drops_identifiers_and_keeps_row_order() -> None:
     assert not set(result.data.astype(str).to_numpy().ravel()) & {"ann", "bob", "1", "2"}
 
 
-def failing_result() -> AnonymizationResult:
+def failing_result() -> Release:
     df = pd.DataFrame({"age": ["[1-2]", "[1-2]", "3"], "s": ["a", "b", "a"]})
     verdict = check(df, ["age"], "s", "k=2").verdicts[0]
     assert not verdict.passed
     schema = Schema.from_roles(df, ["age"], ["s"])
-    return AnonymizationResult(df, np.array([0, 0, 1]), pd.DataFrame({"size": [2, 1]}),
+    return Release(df, np.array([0, 0, 1]), pd.DataFrame({"size": [2, 1]}),
                                [verdict], {}, schema, "mondrian", {}, models=[KAnonymity(2)])
 
 
@@ -644,7 +644,7 @@ def test_write_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     out = tmp_path / "release.csv"
     out.write_text("old content\n")
 
-    from anonkit import io as anonkit_io
+    from anonkit.data import io as anonkit_io
 
     real_write = anonkit_io.write_csv
 
@@ -688,7 +688,7 @@ def test_write_checks_the_data_not_the_verdicts(tmp_path: Path) -> None:
 
 # -- Adult and scale -----------------------------------------------------------------------
 
-def adult_release(k: int) -> tuple[AnonymizationResult, list[str]]:
+def adult_release(k: int) -> tuple[Release, list[str]]:
     ds = load_adult()
     # the 8 standard QIs without hierarchies: ranges for age, sets for the categoricals
     return Mondrian(k=k).anonymize(ds.data, ds.quasi_identifiers, ds.sensitive), \
@@ -744,7 +744,7 @@ def test_no_step_is_quadratic_in_distinct_values() -> None:
     small = df.head(n // 10)
     for strategy in STRATEGIES:
         mondrian = Mondrian(k=10, strategy=strategy)
-        results: list[AnonymizationResult] = []
+        results: list[Release] = []
         ratio = growth(lambda m=mondrian: m.anonymize(small, ["income", "day", "sex"],
                                                       "disease"),
                        lambda m=mondrian, out=results: out.append(

@@ -11,10 +11,10 @@ import anonkit.algorithms.mondrian as mondrian
 from anonkit.algorithms import _mondrian_c
 from anonkit.algorithms import _mondrian_kernel as kernel
 from anonkit.algorithms.mondrian import Mondrian
+from anonkit.data.table import EncodedTable, encode
 from anonkit.datasets import make_census
 from anonkit.models import KAnonymity
 from anonkit.partition import Partition
-from anonkit.table import EncodedTable, encode
 
 
 @pytest.fixture(scope="module")

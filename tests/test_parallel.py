@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from anonkit import _parallel
-from anonkit._parallel import in_background, on_all_cores
+from anonkit._util import parallel as _parallel
+from anonkit._util.parallel import in_background, on_all_cores
 
 
 def test_on_all_cores_is_the_plain_loop_in_order(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,4 +1,4 @@
-"""The qi adversary's two bounds (:mod:`anonkit.releases.possible`) and the gate, against an
+"""The qi adversary's two bounds (:mod:`anonkit.history.possible`) and the gate, against an
 attacker that tries every assignment of values to persons.
 
 Histories are small and random: 2-4 releases, people joining, leaving and coming back,
@@ -16,16 +16,16 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from anonkit.releases.attacks import PINNED, Requirement, audit_views, judge
-from anonkit.releases.knowledge import fold
-from anonkit.releases.possible import (
+from anonkit.history.attacks import PINNED, Requirement, audit_views, judge
+from anonkit.history.knowledge import fold
+from anonkit.history.possible import (
     IMPOSSIBLE,
     POSSIBLE,
     entry_status,
     settle,
     structure,
 )
-from anonkit.releases.store import ReleaseView
+from anonkit.history.store import ReleaseView
 from test_knowledge import classes_and_bags, pid, release
 
 VALUES = ["x", "y", "z"]
@@ -192,7 +192,7 @@ def test_components_match_a_graph_library(memberships: list[tuple[int, int]],
     from scipy.sparse import coo_matrix
     from scipy.sparse.csgraph import connected_components
 
-    from anonkit.releases import _knowledge_c
+    from anonkit.history import _knowledge_c
 
     pairs = sorted(set(memberships))
     record = np.array([r for r, _ in pairs], dtype=np.int64)
@@ -215,7 +215,7 @@ def test_components_match_a_graph_library(memberships: list[tuple[int, int]],
 def test_the_uniform_shortcut_agrees_with_the_general_symmetry(data: st.DataObject) -> None:
     """Components whose classes all hold one set of values with equal counts are settled
     without sorting; the statuses are those the general value symmetry gives."""
-    from anonkit.releases import possible
+    from anonkit.history import possible
 
     views, _ = random_history(data, 2)
     acc = fold(views)

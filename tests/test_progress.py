@@ -26,7 +26,7 @@ def census_csv(tmp_path: Path) -> Path:
 
 
 def command(src: Path, out: Path) -> list[str]:
-    return [sys.executable, "-m", "anonkit.cli", "anonymize", str(src), "-o", str(out),
+    return [sys.executable, "-m", "anonkit", "anonymize", str(src), "-o", str(out),
             "--qi", "age,sex,zip", "--id", "id", "--sensitive", "disease", "-k", "5"]
 
 

@@ -1,4 +1,4 @@
-"""Re-keyed exports (anonkit.releases.rekey): the same people under other key text are
+"""Re-keyed exports (anonkit.history.rekey): the same people under other key text are
 refused unless --new-lineage, and numeric keys are compared as numbers."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner, Result
 
-from anonkit.releases.cli import release
-from anonkit.releases.rekey import MAX_MOVED_SHARE, compare, refusal
-from anonkit.releases.secret import canonical_keys
+from anonkit.cli.release import release
+from anonkit.history.rekey import MAX_MOVED_SHARE, compare, refusal
+from anonkit.history.secret import canonical_keys
 from history_helpers import churned_versions
 
 

@@ -15,13 +15,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from anonkit._util.randomness import privacy_rng
 from anonkit.errors import InputError, ModelNotMetError
+from anonkit.history import HistoryStore, PublishRequest, audit, publish
+from anonkit.history.publish import PublishContext, register_method
 from anonkit.models import KAnonymity, KEAnonymity, Verdict
 from anonkit.models.invariance import MUniqueness
-from anonkit.randomness import privacy_rng
 from anonkit.release import Provenance, Release, ReleaseKind, ThreatModel
-from anonkit.releases import HistoryStore, PublishRequest, audit, publish
-from anonkit.releases.publish import PublishContext, register_method
 from anonkit.verify import verify_release
 from history_helpers import people
 
@@ -263,7 +263,7 @@ def test_the_boundary_does_not_trust_the_methods_classes() -> None:
 
 
 def _context(df: pd.DataFrame, request: PublishRequest) -> PublishContext:
-    from anonkit.releases.publish import _schema
+    from anonkit.history.publish import _schema
 
     return PublishContext(None, request.dataset, 1, _schema(df, request),  # type: ignore[arg-type]
                           [], None)

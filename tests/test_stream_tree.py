@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from anonkit.algorithms.stream_tree import StreamTree, incremental_spans, span_label
 from anonkit.cli import main
 from anonkit.errors import InputError
-from anonkit.releases import HistoryStore, PublishRequest, audit, publish
-from anonkit.releases.intersection import intersection_attack
+from anonkit.history import HistoryStore, PublishRequest, audit, publish
+from anonkit.history.intersection import intersection_attack
 
 # incrementalAnon 2 2 [1,2,1,3,2,0,1,0,3], with follow starting from the depth; the
 # notebook prints half-open code spans, [0,4) being 0..3
@@ -164,7 +164,7 @@ def test_history_refuses_a_changed_domain_or_k(tmp_path) -> None:
 
 
 def test_deletions_never_widen_spans(tmp_path) -> None:
-    from anonkit.releases.intersection import parse_spans
+    from anonkit.history.intersection import parse_spans
 
     with HistoryStore.open(tmp_path / "h.db", create=True) as store:
         publish(store, table(np.arange(400)), request(domain=(0, 89)), tmp_path / "a.csv",

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from anonkit.data.table import ColumnSpec, EncodedColumn, Kind, Role, encode_column, infer_kind
 from anonkit.errors import InputError
-from anonkit.table import ColumnSpec, EncodedColumn, Kind, Role, encode_column, infer_kind
 
 
 def encoded(series: pd.Series, kind: Kind | None = None,

@@ -1,4 +1,4 @@
-"""Tamper evidence (anonkit.releases.chain): a history changed by someone who can write the
+"""Tamper evidence (anonkit.history.chain): a history changed by someone who can write the
 database but does not hold the secret is reported, and the gate and the audit refuse it
 until ``recover --accept-tampered`` (or ``--accept-tampered`` once)."""
 
@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from anonkit.releases.chain import TamperedHistoryError
-from anonkit.releases.cli import release
-from anonkit.releases.publish import publish
-from anonkit.releases.store import HistoryStore
+from anonkit.cli.release import release
+from anonkit.history.chain import TamperedHistoryError
+from anonkit.history.publish import publish
+from anonkit.history.store import HistoryStore
 from history_helpers import churned_versions, make_request
 
 
@@ -169,8 +169,8 @@ def test_a_stolen_history_does_not_follow_anyone(history: Path) -> None:
     be followed across two releases; with another secret it decrypts to nothing usable."""
     import numpy as np
 
-    from anonkit.releases.secret import Secret
-    from anonkit.releases.store import schema_table
+    from anonkit.history.secret import Secret
+    from anonkit.history.store import schema_table
 
     with HistoryStore.open(history / "h.db", secret_file=history / "h.secret",
                            read_only=True) as store:

@@ -8,7 +8,7 @@ own — rows missing a QI form classes with each other, they are not dropped (py
 them, which can hide a class of one). Grouping is vectorised: one ``pd.factorize`` per
 column, the codes combined column by column and re-factorized.
 
-The sensitive column is encoded with :func:`anonkit.table.encode_column` (kind inferred
+The sensitive column is encoded with :func:`anonkit.data.table.encode_column` (kind inferred
 like everywhere else: numeric, date, or categorical), so models see it exactly as they do
 inside the algorithms. Its whole-table distribution is the reference for t-closeness,
 δ-disclosure and β-likeness.
@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from anonkit._util.options import as_list
+from anonkit.data.table import ColumnSpec, Kind, Role, check_column_names, encode_column
 from anonkit.errors import InputError
 from anonkit.hierarchy.base import Hierarchy
 from anonkit.models.base import (
@@ -32,8 +34,6 @@ from anonkit.models.base import (
     Verdict,
 )
 from anonkit.models.text import MODEL_SYNTAX, parse_model
-from anonkit.options import as_list
-from anonkit.table import ColumnSpec, Kind, Role, check_column_names, encode_column
 
 
 @dataclass(frozen=True)

@@ -34,11 +34,11 @@ from enum import StrEnum
 import numpy as np
 import pandas as pd
 
-from anonkit._parallel import on_all_cores
+from anonkit._util.parallel import on_all_cores
 from anonkit.checker import first_appearances
+from anonkit.data.table import EncodedColumn, Kind, code_type_for
 from anonkit.errors import InputError
 from anonkit.partition import Partition, runs
-from anonkit.table import EncodedColumn, Kind, code_type_for
 
 #: inside a label, the word for a missing cell (a class of missing cells only is released
 #: as an empty field)

@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from anonkit.data.table import Schema
 from anonkit.errors import InputError, ModelNotMetError
 from anonkit.models.base import PrivacyModel, Verdict, exact_number
-from anonkit.table import Schema
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -162,7 +162,7 @@ class Release:
         verified again, and its classes renumbered in the new order, at the boundary.
         Returns the order (new row ``i`` is old row ``order[i]``), for columns kept
         elsewhere."""
-        from anonkit.randomness import privacy_rng
+        from anonkit._util.randomness import privacy_rng
 
         rng, seeded = privacy_rng(seed)
         order = rng.permutation(len(self.data))
@@ -216,7 +216,7 @@ class Release:
         loaded into pandas (the command line reads the columns nobody gave a role this
         way). They join the columns of ``data`` in ``column_order`` (default: those of
         ``data``, then the others). ``verbatim``: their text holds cells exactly as read
-        from a CSV file (see :func:`anonkit.io.write_table`). ``forbidden``: further column
+        from a CSV file (see :func:`anonkit.data.io.write_table`). ``forbidden``: further column
         names that must not be released (e.g. the history's key column). Auxiliary
         tables are written beside the file as ``<stem>.<name>.csv`` (or ``.parquet``), or
         to ``auxiliary_paths[name]``; first, so that a failure leaves no release without
@@ -224,7 +224,7 @@ class Release:
         """
         import pyarrow as pa
 
-        from anonkit.io import output_format, to_arrow, write_table
+        from anonkit.data.io import output_format, to_arrow, write_table
         from anonkit.verify import refuse_identifiers, verify_release
 
         verify_release(self)
@@ -298,7 +298,7 @@ class Verification:
 def auxiliary_path(release_path: Path, name: str) -> Path:
     """Where an auxiliary table of the release at ``release_path`` is written:
     ``ward.csv`` -> ``ward.counterfeits.csv``, ``ward.csv.gz`` -> ``ward.counterfeits.csv.gz``."""
-    from anonkit.io import output_codec
+    from anonkit.data.io import output_codec
 
     if output_codec(release_path) is not None:
         inner = Path(release_path.stem)

@@ -25,7 +25,7 @@ from itertools import pairwise
 
 import numpy as np
 
-from anonkit._parallel import cores, pool
+from anonkit._util.parallel import cores, pool
 from anonkit.algorithms import _mondrian_c
 
 WIDEST = 0  # widest range, normalised by the column's domain (LeFevre et al.)

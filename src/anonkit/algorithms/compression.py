@@ -43,9 +43,9 @@ if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
-    from anonkit.pipeline import Progress
+    from anonkit.assemble import Progress
+    from anonkit.data.table import Schema
     from anonkit.release import Release
-    from anonkit.table import Schema
 
 TREES = ("huffman", "halving", "optimal")
 SUMMARIES = ("range", "set", "histogram")
@@ -485,12 +485,12 @@ class CompressionAnonymizer:
     def anonymize(self, df: pd.DataFrame, schema: Schema,
                   progress: Progress | None = None) -> Release:
         """The verified release of ``df``: every row's QIs replaced by its node's summary."""
+        from anonkit.assemble import generalized_release, no_progress
+        from anonkit.data.table import encode
         from anonkit.generalization import Form, default_form
         from anonkit.models.base import KAnonymity
         from anonkit.models.diversity import DistinctLDiversity
         from anonkit.partition import Partition
-        from anonkit.pipeline import generalized_release, no_progress
-        from anonkit.table import encode
 
         step = progress or no_progress
         timings: dict[str, float] = {}
@@ -693,10 +693,10 @@ def randomized_release(df: pd.DataFrame, schema: Schema, *, threshold: float,
     from its representative subtree; heuristic (``formal_guarantee=False``)."""
     import pandas as pd
 
+    from anonkit._util.randomness import privacy_rng
+    from anonkit.data.table import encode
     from anonkit.models.base import KAnonymity
-    from anonkit.randomness import privacy_rng
     from anonkit.release import Release, ReleaseKind
-    from anonkit.table import encode
     from anonkit.verify import verify_release
 
     kind = tree or "optimal"

@@ -51,10 +51,10 @@ from . import _ke_c  # type: ignore[attr-defined]
 if TYPE_CHECKING:
     import pandas as pd
 
+    from anonkit.data.table import Schema
+    from anonkit.history.publish import PublishContext
+    from anonkit.history.store import ReleaseView
     from anonkit.release import Release
-    from anonkit.releases.publish import PublishContext
-    from anonkit.releases.store import ReleaseView
-    from anonkit.table import Schema
 
 KEY_DTYPE = "S16"
 
@@ -669,9 +669,9 @@ def permuted_release(df: pd.DataFrame, schema: Schema, part: KEPartition, *, k: 
 
     import pandas as pd
 
+    from anonkit._util.randomness import privacy_rng
     from anonkit.metrics import class_metrics
-    from anonkit.models.ke import KEAnonymity
-    from anonkit.randomness import privacy_rng
+    from anonkit.models.ke_anonymity import KEAnonymity
     from anonkit.release import Release, ReleaseKind, ThreatModel
     from anonkit.verify import verify_release
 
@@ -719,7 +719,7 @@ def permuted_release(df: pd.DataFrame, schema: Schema, part: KEPartition, *, k: 
 def _query_error(release: Release, truth: np.ndarray) -> dict[str, float]:
     """The utility metric: the relative error of SUM on random range queries over the
     numeric quasi-identifiers (none when there are no numeric quasi-identifiers)."""
-    from anonkit.ke import relative_error
+    from anonkit.metrics.range_queries import relative_error
 
     try:
         return relative_error(release, truth)
@@ -782,7 +782,7 @@ def publish(df: pd.DataFrame, request: Any, context: PublishContext) -> Release:
     partition with no incremental breach against any earlier release."""
     import time
 
-    from anonkit.releases.attacks import CrossReleaseBreachError
+    from anonkit.history.attacks import CrossReleaseBreachError
 
     options = dict(request.options)
     strategy = options.get("history_check") or "pruned"

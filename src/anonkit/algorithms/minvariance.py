@@ -27,7 +27,7 @@ compiled kernel (``_minvariance_c``).
 
 The QIs enter as coordinates (a float per tuple and QI) with each QI's range; categorical
 QIs by their code order (the hierarchy's leaf order when one is given). Nothing here knows
-the history, pandas or files: :mod:`anonkit.releases.minvariance` is the engine.
+the history, pandas or files: :mod:`anonkit.history.engines.minvariance` is the engine.
 """
 
 from __future__ import annotations

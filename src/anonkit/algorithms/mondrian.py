@@ -31,6 +31,8 @@ import numpy as np
 import pandas as pd
 
 from anonkit.algorithms import _mondrian_kernel as kernel
+from anonkit.assemble import Progress, generalized_release, no_progress
+from anonkit.data.table import EncodedColumn, EncodedTable, Kind, Schema, encode
 from anonkit.errors import InputError
 from anonkit.generalization import Form, default_form, validate_form
 from anonkit.hierarchy.base import Hierarchy
@@ -41,9 +43,7 @@ from anonkit.models.base import (
     SensitiveAttribute,
 )
 from anonkit.partition import Partition
-from anonkit.pipeline import Progress, generalized_release, no_progress
 from anonkit.release import Release
-from anonkit.table import EncodedColumn, EncodedTable, Kind, Schema, encode
 
 #: a round moving more rows than this runs its partitions on all cores
 PARALLEL_ROWS = 4_096
@@ -142,7 +142,7 @@ class Mondrian:
         """Anonymize ``df`` (not modified) and verify the release; see :class:`Mondrian`.
         Every column needs a role: ``insensitive`` names those released unchanged (``"*"``:
         all the others); an unnamed column is an error, never released raw.
-        ``progress`` is told each step as it runs (see :data:`anonkit.pipeline.Progress`)."""
+        ``progress`` is told each step as it runs (see :data:`anonkit.assemble.Progress`)."""
         step = progress or no_progress
         timings: dict[str, float] = {}
         t0 = time.perf_counter()

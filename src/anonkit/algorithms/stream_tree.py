@@ -33,8 +33,8 @@ from anonkit.errors import InputError
 if TYPE_CHECKING:
     import pandas as pd
 
+    from anonkit.history.publish import PublishContext
     from anonkit.release import Release
-    from anonkit.releases.publish import PublishContext
 
 #: the largest tree kept: 2^MAX_DEPTH codes (the counts take 2^(MAX_DEPTH + 4) bytes)
 MAX_DEPTH = 24

@@ -2,7 +2,7 @@
 hierarchies, and a seeded synthetic census generator of any size.
 
 A :class:`Dataset` carries the roles along with the table, so ``ds.schema()`` is all an
-example needs. ``make_census`` returns the same dtypes :func:`anonkit.io.read_table` gives
+example needs. ``make_census`` returns the same dtypes :func:`anonkit.data.io.read_table` gives
 (object strings, int64, float64, ``datetime64[ms]``), so a generated table written to disk
 and read back is equal to the original.
 """
@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from anonkit.data.table import Schema
 from anonkit.errors import InputError
 from anonkit.hierarchy import (
     Hierarchy,
@@ -27,7 +28,6 @@ from anonkit.hierarchy import (
     masking_hierarchy,
     read_arx_hierarchy,
 )
-from anonkit.table import Schema
 
 __all__ = ["ADULT_QUASI_IDENTIFIERS", "CENSUS_QUASI_IDENTIFIERS", "Dataset",
            "census_versions", "load_adult", "make_census"]
@@ -92,7 +92,7 @@ def load_adult() -> Dataset:
 
 @functools.lru_cache(maxsize=1)
 def _load_adult_cached() -> tuple[pd.DataFrame, Path, dict[str, Hierarchy]]:
-    from anonkit.io import read_table  # io imports nothing from here; keep import cheap
+    from anonkit.data.io import read_table  # io imports nothing from here; keep import cheap
 
     folder = resources.files("anonkit.datasets").joinpath("data")
     # The package is installed as files (setuptools package-data), not zipped; as_file

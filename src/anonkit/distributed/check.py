@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from anonkit.data.table import ColumnSpec, Encoding, Kind, Role, Schema
 from anonkit.distributed.source import concat_frames
 from anonkit.models.base import PrivacyModel, SensitiveAttribute, Verdict
-from anonkit.table import ColumnSpec, Encoding, Kind, Role, Schema
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ The job, on a cluster (a :class:`distributed.LocalCluster` by default):
 
 1. **Encoding, fitted once.** Every piece of the input is read on a worker; the distinct
    values of each quasi-identifier and sensitive column and their counts are summed into
-   one :class:`~anonkit.table.Encoding` (the same codes :func:`anonkit.table.encode` gives
+   one :class:`~anonkit.data.table.Encoding` (the same codes :func:`anonkit.data.table.encode` gives
    the whole table). The sensitive columns' counts are the *global* reference
    distribution of t-closeness, δ and β.
 2. **Fragments.** A sample is encoded and cut as Mondrian starts (see
@@ -47,7 +47,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from anonkit._util.randomness import privacy_rng
 from anonkit.algorithms.mondrian import Mondrian
+from anonkit.data.table import EncodedColumn, EncodedTable, Encoding, Kind, Schema
 from anonkit.distributed.check import (
     DistributedCheck,
     _value_counts,
@@ -68,8 +70,6 @@ from anonkit.errors import InputError, ModelNotMetError
 from anonkit.generalization import Form
 from anonkit.hierarchy.base import Hierarchy
 from anonkit.models.base import Classes, PrivacyModel, SensitiveAttribute, Verdict, exact_number
-from anonkit.randomness import privacy_rng
-from anonkit.table import EncodedColumn, EncodedTable, Encoding, Kind, Schema
 
 #: rows of the sample the first cuts are taken on
 SAMPLE_ROWS = 200_000
@@ -388,8 +388,8 @@ def _anonymize_fragment(index: int, pieces: list[LeafPiece], encoding: Encoding,
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from anonkit.assemble import release_table
     from anonkit.generalization import generalize_columns
-    from anonkit.pipeline import release_table
 
     df, table = _fragment_table(encoding, pieces)
     partition = core.partition(table, models, encoding.reference_counts)

@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 
+from anonkit._util.options import as_list, job_qis
+from anonkit.data.table import Kind
 from anonkit.errors import InputError
 from anonkit.models.base import PrivacyModel
-from anonkit.options import as_list, job_qis
-from anonkit.table import Kind
 
 #: job keys the Dask engine cannot honour yet, with what to do instead
 _UNSUPPORTED = {

@@ -1,7 +1,7 @@
 """Utility and risk metrics of a release.
 
 :func:`release_metrics` is what every algorithm calls after generalizing: one flat dict of
-floats (JSON-friendly keys) stored in :attr:`AnonymizationResult.metrics`. The pieces are
+floats (JSON-friendly keys) stored in :attr:`Release.metrics`. The pieces are
 usable on their own, on any table: :mod:`anonkit.metrics.utility` (GCP / NCP, DM, C_avg)
 and :mod:`anonkit.metrics.risk` (prosecutor, journalist, marketer, sample uniques).
 

@@ -19,9 +19,9 @@ from typing import ClassVar
 
 import numpy as np
 
+from anonkit.data.table import EncodedColumn, Kind
 from anonkit.errors import InputError
 from anonkit.hierarchy.base import Hierarchy
-from anonkit.table import EncodedColumn, Kind
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class SensitiveAttribute:
     def from_encoded(cls, column: EncodedColumn,
                      reference_counts: np.ndarray | None = None) -> SensitiveAttribute:
         """The attribute of an encoded column. ``reference_counts`` (one per code, e.g. an
-        :class:`~anonkit.table.Encoding`'s) is the distribution to compare classes with;
+        :class:`~anonkit.data.table.Encoding`'s) is the distribution to compare classes with;
         by default the column's own counts."""
         if reference_counts is None:
             counts = np.bincount(column.codes, minlength=column.cardinality)

@@ -18,7 +18,7 @@ from anonkit.models.base import KAnonymity, PrivacyModel
 from anonkit.models.closeness import TCloseness
 from anonkit.models.diversity import DistinctLDiversity, EntropyLDiversity, RecursiveCLDiversity
 from anonkit.models.invariance import MUniqueness
-from anonkit.models.ke import KEAnonymity
+from anonkit.models.ke_anonymity import KEAnonymity
 from anonkit.models.likeness import BetaLikeness, DeltaDisclosure, EnhancedBetaLikeness
 
 MODEL_SYNTAX = (

@@ -23,13 +23,13 @@ import numpy as np
 import pandas as pd
 
 from anonkit.checker import CheckReport, group_rows
+from anonkit.data.io import atomic_write
+from anonkit.data.table import Role
 from anonkit.errors import InputError
-from anonkit.io import atomic_write
 from anonkit.metrics import journalist_risk, marketer_risk, prosecutor_risk, sample_uniques
 from anonkit.models.base import Verdict
-from anonkit.release import Release as AnonymizationResult
+from anonkit.release import Release
 from anonkit.report.tree import tree_section
-from anonkit.table import Role
 
 if TYPE_CHECKING:
     from anonkit.report.plots import Chart
@@ -259,7 +259,7 @@ def _risk_section(sizes: np.ndarray, threshold: float, plots: ModuleType,
 # --------------------------------------------------------------------------- release report
 
 
-def render_report(result: AnonymizationResult, original: pd.DataFrame, path: str | Path, *,
+def render_report(result: Release, original: pd.DataFrame, path: str | Path, *,
                   title: str | None = None,
                   provenance: Mapping[str, str] | None = None,
                   unchanged: Sequence[str] = ()) -> Path:
@@ -379,7 +379,7 @@ def _is_missing(value: object) -> bool:
         return False
 
 
-def _summary_section(result: AnonymizationResult, original: pd.DataFrame, sizes: np.ndarray,
+def _summary_section(result: Release, original: pd.DataFrame, sizes: np.ndarray,
                      suppressed: int, unchanged: Sequence[str] = ()) -> str:
     m = result.metrics
     cards = "".join([
@@ -427,7 +427,7 @@ def _summary_section(result: AnonymizationResult, original: pd.DataFrame, sizes:
     return _section("summary", "Summary", body)
 
 
-def _qi_section(result: AnonymizationResult, original: pd.DataFrame, qis: Sequence[str],
+def _qi_section(result: Release, original: pd.DataFrame, qis: Sequence[str],
                 plots: ModuleType) -> str:
     forms = result.parameters.get("forms", {})
     forms = forms if isinstance(forms, Mapping) else {}
@@ -476,7 +476,7 @@ def _mixed_levels_note(spec: object, released: pd.Series) -> str:
             "cover, not as separate categories.</p>")
 
 
-def _sensitive_section(result: AnonymizationResult, class_ids: np.ndarray, n_classes: int,
+def _sensitive_section(result: Release, class_ids: np.ndarray, n_classes: int,
                        first_row: np.ndarray, plots: ModuleType) -> str:
     """Per sensitive attribute: its distribution and each class's number of distinct
     values, then the weakest classes for l (fewest distinct values), t (farthest from the

@@ -112,8 +112,8 @@ def tree_section(result: Release, original: pd.DataFrame) -> str:
     if result.method not in ("huffman", "alphabetic"):
         return ""
     from anonkit.algorithms.compression import CompressionAnonymizer
+    from anonkit.data.table import encode
     from anonkit.report.plots import to_chart
-    from anonkit.table import encode
 
     params = result.parameters
     table = encode(original, result.schema)

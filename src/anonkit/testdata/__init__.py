@@ -142,7 +142,7 @@ def generate(
         limits: per-run time limit, path length limit, worker memory cap.
         workers: worker processes (default: up to 2).
     """
-    from anonkit.randomness import privacy_rng
+    from anonkit._util.randomness import privacy_rng
 
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -292,7 +292,7 @@ def _parameters(ref: ProgramRef) -> tuple[tuple[str, ...], tuple[str, ...]]:
 def _read(data: pd.DataFrame | str | Path) -> pd.DataFrame:
     if isinstance(data, pd.DataFrame):
         return data
-    from anonkit.io import read_table
+    from anonkit.data.io import read_table
 
     return read_table(data)
 
@@ -388,8 +388,8 @@ def _release(data: pd.DataFrame, option: str, k: int, pf_scope: str, it_mode: st
              field_choice: str, opt_out: Sequence[str], groups_of: Mapping[int, list[Any]],
              kept: Sequence[tuple[int, Generated]], problems: Sequence[tuple[int, str]],
              seeded: bool, ref: ProgramRef) -> Release:
+    from anonkit.data.table import Schema
     from anonkit.models.base import Verdict
-    from anonkit.table import Schema
 
     sizes = [len(groups_of[b][g.group]) for b, g in kept]
     smallest = min(sizes) if sizes else 0

@@ -90,8 +90,8 @@ class Bucket:
 def k_groups(table: pd.DataFrame, rows: np.ndarray, k: int) -> list[np.ndarray]:
     """The bucket's k-groups (each >= k tuples) by Mondrian over every field."""
     from anonkit.algorithms.mondrian import Mondrian
+    from anonkit.data.table import Schema, encode
     from anonkit.models.base import KAnonymity
-    from anonkit.table import Schema, encode
 
     part = table.iloc[rows].reset_index(drop=True)
     # bools as text: the encoder treats them as categories either way, text keeps it simple

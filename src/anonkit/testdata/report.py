@@ -69,7 +69,7 @@ def render_html(result: TestData, program: str) -> str:
 
 
 def write_html(result: TestData, program: str, path: str | Path) -> Path:
-    from anonkit.io import atomic_write
+    from anonkit.data.io import atomic_write
 
     with atomic_write(path) as tmp:
         Path(tmp).write_text(render_html(result, program), encoding="utf-8")

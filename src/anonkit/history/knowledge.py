@@ -1,7 +1,7 @@
 """What an adversary has accumulated about each record over a dataset's releases.
 
 Every release of a dataset puts a record into one class; an adversary who holds several
-releases intersects them (see :mod:`anonkit.releases.attacks` for the two adversaries).
+releases intersects them (see :mod:`anonkit.history.attacks` for the two adversaries).
 :class:`Accumulated` keeps, per record, everything that intersection leaves, and is
 updated one release at a time (:meth:`Accumulated.add`): a release costs time in its own
 records (times the releases each of them was in), never in the earlier releases' rows. The
@@ -41,8 +41,8 @@ import numpy as np
 import pandas as pd
 
 from anonkit.errors import HistoryError
-from anonkit.releases import _knowledge_c
-from anonkit.releases.store import HistoryStore, ReleaseInfo, ReleaseView
+from anonkit.history import _knowledge_c
+from anonkit.history.store import HistoryStore, ReleaseInfo, ReleaseView
 
 #: release kinds whose released rows carry a record's own sensitive value: an adversary who
 #: links a record's rows sees the values of its candidates (in a permuted release values
@@ -669,7 +669,7 @@ class Measures:
     qi_values: dict[str, tuple[np.ndarray, ...]]
     linkage_values: dict[str, tuple[np.ndarray, ...]]
     homogeneous: dict[str, np.ndarray]
-    #: the same two, from the values proved possible (:mod:`anonkit.releases.possible`):
+    #: the same two, from the values proved possible (:mod:`anonkit.history.possible`):
     #: a record breached on these is *not ruled out*; on the ones above, *proved*
     qi_possible: dict[str, tuple[np.ndarray, ...]] = field(default_factory=dict)
     linkage_possible: dict[str, tuple[np.ndarray, ...]] = field(default_factory=dict)
@@ -693,7 +693,7 @@ def _measure(acc: Accumulated, targets: np.ndarray,
              status: dict[str, np.ndarray] | None = None,
              upper: Measures | None = None) -> Measures:
     """What each adversary is left with per target; ``status``: per attribute, each
-    entry's status (:func:`anonkit.releases.possible.entry_status`), which narrows the
+    entry's status (:func:`anonkit.history.possible.entry_status`), which narrows the
     values left to those not ruled out and gives the values proved possible (without it,
     both are the propagation's). ``upper``: the same targets measured without ``status``,
     whose values left are reused (``status`` must rule out no more than the propagation)."""

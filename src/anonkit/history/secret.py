@@ -38,7 +38,7 @@ Beside it, every record gets one *history-wide* pseudonym, the same in every dat
 ``HMAC(K_h, canonical text of its key)`` with ``K_h = HMAC(secret, "anonkit history record
 key" || 0x00)`` (truncated likewise; the domains differ in their text, so no dataset name
 derives ``K_h``). It only serves to notice that a release of one dataset shares records with
-another dataset of the history (see :func:`anonkit.releases.publish.check_lineage`); the
+another dataset of the history (see :func:`anonkit.history.publish.check_lineage`); the
 audit and the methods follow records by the per-dataset pseudonym.
 """
 

@@ -18,8 +18,8 @@ from typing import Any, ClassVar
 
 import click
 
+from anonkit._util.options import as_list, job_qis
 from anonkit.errors import AnonkitError, InputError
-from anonkit.options import as_list, job_qis
 
 _TEXTS = list[str] | str  # a list of texts, or one text (comma-separated columns, a file)
 #: the keys of a job file besides the methods' options (see anonkit.methods), with their
@@ -79,7 +79,7 @@ class Progress:
     while the step runs (its elapsed time) and says rows per second when it ends.
 
     Steps come from the command (reading, writing) and from the method
-    (:data:`anonkit.pipeline.Progress`: encoding, partitioning, generalizing, verifying).
+    (:data:`anonkit.assemble.Progress`: encoding, partitioning, generalizing, verifying).
     """
 
     def __init__(self, enabled: bool = True) -> None:
@@ -194,8 +194,8 @@ class LazyGroup(click.Group):
     """A group whose heavier subcommand groups are imported only when used, so a plain
     ``anonkit anonymize`` does not pay for the history's database libraries."""
 
-    lazy: ClassVar[dict[str, tuple[str, str]]] = {"release": ("anonkit.releases.cli", "release"),
-                                                  "testdata": ("anonkit.testdata.cli",
+    lazy: ClassVar[dict[str, tuple[str, str]]] = {"release": ("anonkit.cli.release", "release"),
+                                                  "testdata": ("anonkit.cli.testdata",
                                                                "testdata")}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -313,8 +313,8 @@ def _values_list(value: object, what: str) -> list[str]:
 
 
 def job_dialect(job: Mapping[str, Any]) -> Any:
-    """The :class:`anonkit.io.Dialect` of a job's input."""
-    from anonkit.io import Dialect
+    """The :class:`anonkit.data.io.Dialect` of a job's input."""
+    from anonkit.data.io import Dialect
 
     names = job.get("names")
     return Dialect.of(
@@ -542,7 +542,7 @@ def methods_cmd() -> None:
 def run_anonymize(job: dict[str, Any], progress: bool = True) -> dict[str, Any]:
     """Run one anonymization job (see :func:`job_from`; ``options`` typed already)."""
     from anonkit import methods
-    from anonkit.io import check_output_path, output_format
+    from anonkit.data.io import check_output_path, output_format
 
     method = methods.get(job.get("method") or "mondrian")
     if method.anonymize is None:
@@ -579,13 +579,13 @@ def run_anonymize(job: dict[str, Any], progress: bool = True) -> dict[str, Any]:
             # Arrow parses in its own threads, without the GIL: read while pandas and the
             # algorithm are imported, which takes about as long
             started = time.perf_counter()
-            from anonkit._parallel import in_background
+            from anonkit._util.parallel import in_background
 
             reading = in_background(_read_job_input, job, qis)
             from anonkit.algorithms.mondrian import Mondrian  # noqa: F401  (import meanwhile)
+            from anonkit.data.io import to_pandas
+            from anonkit.data.table import Schema
             from anonkit.hierarchy import read_arx_hierarchy
-            from anonkit.io import to_pandas
-            from anonkit.table import Schema
 
             table, named, verbatim, first_line = reading.result()
             df = to_pandas(table.select(named), categorical_text=True)
@@ -633,7 +633,7 @@ def run_anonymize(job: dict[str, Any], progress: bool = True) -> dict[str, Any]:
                          column_order=table.column_names, accept_heuristic=accept_heuristic)
             result.timings["write"] = time.perf_counter() - t0
         if pending_report is not None and report is not None:
-            from anonkit.io import sha256_file
+            from anonkit.data.io import sha256_file
             from anonkit.report.html import fill_release_digest
 
             fill_release_digest(pending_report, sha256_file(job["output"]))
@@ -669,7 +669,7 @@ def _read_job_input(job: dict[str, Any],
     they are read as text and written back as it was (``007`` stays ``007``, ``1.50``
     stays ``1.50``), which is also the cheapest way.
     """
-    from anonkit.io import first_data_line, read_arrow, table_columns, table_format
+    from anonkit.data.io import first_data_line, read_arrow, table_columns, table_format
 
     sep = job.get("separator")
     dialect = job_dialect(job)
@@ -705,7 +705,7 @@ def column_roles(names: Sequence[str], job: Mapping[str, Any],
                           ("drop", as_list(job.get("drop")))):
         for name in columns:
             if name not in names:
-                from anonkit.io import separator_hint
+                from anonkit.data.io import separator_hint
 
                 raise InputError(f"unknown column {name!r} given as {role}; the table has: "
                                  f"{', '.join(names)}{separator_hint(names)}")
@@ -763,10 +763,10 @@ def check(input_path: str, qi: str, sensitive: str | None, group_column: str | N
 
     def body() -> int:
         from anonkit import methods
+        from anonkit._util.options import parse_pairs
         from anonkit.checker import check as run_check
-        from anonkit.io import read_table, separator_hint, table_columns
-        from anonkit.options import parse_pairs
-        from anonkit.table import Kind
+        from anonkit.data.io import read_table, separator_hint, table_columns
+        from anonkit.data.table import Kind
 
         reading = {k: v for k, v in reading_given(model_values).items() if v is not None}
         for name in READING_PARAMETERS:
@@ -858,7 +858,7 @@ def demo(output: Path) -> None:
                    f"sensitive: {adult.sensitive}) with Mondrian, k=10, distinct l=2")
         outcome = run_anonymize(job)
         verification = output / "verification.json"
-        from anonkit.io import atomic_write
+        from anonkit.data.io import atomic_write
 
         with atomic_write(verification) as tmp:
             tmp.write_text(json.dumps({"verdicts": outcome["verdicts"],

@@ -8,7 +8,7 @@ while the releases together disclose as much as ever.
 
 Two defences:
 
-- keys are compared as *numbers* when they are numerals (:func:`anonkit.releases.secret.
+- keys are compared as *numbers* when they are numerals (:func:`anonkit.history.secret.
   canonical_keys`): ``00000042``, ``+42`` and ``42`` are one key;
 - every release keeps, per record, a keyed 64-bit fingerprint of its exact quasi-identifier
   and sensitive values (encrypted like the records' values: equal fingerprints would link

@@ -58,9 +58,9 @@ def testdata(program: str, data_path: str, k: int, option: str, output: str,
     from anonkit.cli import _run
 
     def body() -> int:
+        from anonkit._util.options import parse_pairs
+        from anonkit.data.io import check_output_path, output_format
         from anonkit.errors import InputError
-        from anonkit.io import check_output_path, output_format
-        from anonkit.options import parse_pairs
         from anonkit.testdata import Limits, generate
         from anonkit.testdata.report import to_json, write_html
 

@@ -12,7 +12,7 @@ knowledge with fewer than ``k`` rows is *breached*.
 Rebuilding an alphabetic tree for every release breaches rows (the notebook's ``[1..5]``
 then ``[1,2,3,4,5,3]``); the stream tree never does: its spans only refine, so a row's
 knowledge is its latest span, a whole class. Labels are parsed as the audit parses them
-(:mod:`anonkit.releases.knowledge`): ranges and exact numbers become intervals; any other
+(:mod:`anonkit.history.knowledge`): ranges and exact numbers become intervals; any other
 label (a set, a hierarchy node) is compared as it is and never narrowed.
 
 This attack assumes less than the audit's linkage adversary, who also knows which records
@@ -31,8 +31,8 @@ from itertools import pairwise
 import numpy as np
 import pandas as pd
 
-from anonkit.releases.knowledge import _parse_labels
-from anonkit.releases.store import HistoryStore, ReleaseView
+from anonkit.history.knowledge import _parse_labels
+from anonkit.history.store import HistoryStore, ReleaseView
 
 
 def parse_spans(labels: Sequence[object] | np.ndarray | pd.Series
@@ -296,7 +296,7 @@ def _match(earlier: np.ndarray, later: np.ndarray) -> np.ndarray:
 
 
 def _k_of(view: ReleaseView) -> int | None:
-    from anonkit.releases.attacks import requirements_of
+    from anonkit.history.attacks import requirements_of
 
     ks = [r.threshold for r in requirements_of(view.info) if r.measure == "candidates"]
     return int(max(ks)) if ks else None

@@ -1,5 +1,5 @@
 /*
- * Compiled loops of the accumulated knowledge (anonkit/releases/knowledge.py): the qi
+ * Compiled loops of the accumulated knowledge (anonkit/history/knowledge.py): the qi
  * adversary's constraint propagation, and the lookup of atom entries in the releases'
  * multisets. Python keeps the data; these only walk it.
  *

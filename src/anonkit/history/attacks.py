@@ -17,7 +17,7 @@ labels overlap):
     Its sensitive value must be in each of its classes' multisets; beyond that, the
     adversary counts: records sharing the same classes form *atoms*, each class's multiset
     is the sum of its atoms' values, each atom has as many values as people. Constraint
-    propagation over these sums (:class:`~anonkit.releases.knowledge.Accumulated`, release
+    propagation over these sums (:class:`~anonkit.history.knowledge.Accumulated`, release
     after release) rules out the values no consistent assignment can give the target's
     atom -- e.g. when the other atoms of a class must use up its flu. It is sound (never
     rules out a possible value) but not complete. Its candidate count is
@@ -29,7 +29,7 @@ labels overlap):
     release that carries values on rows shows each linked person's value, so the target's
     values are exactly its cell's: the history keeps every record's released value for
     this, encrypted under the history's secret (see
-    :data:`anonkit.releases.store.record_values_table`: a stolen history without the secret
+    :data:`anonkit.history.store.record_values_table`: a stolen history without the secret
     reveals nothing of them). A person whose rows show different values is no candidate for
     a value that does not change. Over permuted releases alone it links a person to groups,
     not values: it knows what the qi adversary deduces. A migrated history without recorded
@@ -61,11 +61,11 @@ keep the counterfeits' values: nobody can tell which rows are fake; the linkage 
 candidates come from the record map, where counterfeits have no record). In a permuted
 release the linkage adversary links a person to a group, not to a row's value: the bound
 "distinct <= candidates, a lone candidate pins the value" holds only when some release of
-the scope carries values on rows (see :class:`anonkit.releases.knowledge.Measures`).
+the scope carries values on rows (see :class:`anonkit.history.knowledge.Measures`).
 
 The audit judges every record over all the releases that contain it (the tightest
 intersection: a record breached in any pair of its releases is breached there too), from
-the knowledge the history keeps after every publish (:mod:`anonkit.releases.knowledge`):
+the knowledge the history keeps after every publish (:mod:`anonkit.history.knowledge`):
 it reads one blob, however many releases there are. The publish-time gate is the same
 judgement, of the records of the release about to be published, after adding it to that
 knowledge: its cost grows with the release's records, not with the history. Each pair of
@@ -85,8 +85,7 @@ from typing import Any
 import numpy as np
 
 from anonkit.errors import HistoryError
-from anonkit.models.base import CrossReleaseRequirement, format_parameters
-from anonkit.releases.knowledge import (
+from anonkit.history.knowledge import (
     Accumulated,
     Measures,
     _measure,
@@ -95,7 +94,7 @@ from anonkit.releases.knowledge import (
     fold,
     sorted_values,
 )
-from anonkit.releases.possible import (
+from anonkit.history.possible import (
     EXACT_SECONDS,
     IMPOSSIBLE,
     POSSIBLE,
@@ -103,7 +102,8 @@ from anonkit.releases.possible import (
     settle,
     structure,
 )
-from anonkit.releases.store import HistoryStore, ReleaseInfo, ReleaseView
+from anonkit.history.store import HistoryStore, ReleaseInfo, ReleaseView
+from anonkit.models.base import CrossReleaseRequirement, format_parameters
 
 ADVERSARIES = {
     "qi": "knows everyone's quasi-identifiers, so every record's class or absence in every "
@@ -272,7 +272,7 @@ class AuditReport:
     #: not counted in ``records_breached`` (the gate's figure)
     records_outside_claim: int = 0
     #: the row-wise intersection of released ranges, per pair of consecutive releases
-    #: (:mod:`anonkit.releases.intersection`; its breaches are the linkage adversary's too)
+    #: (:mod:`anonkit.history.intersection`; its breaches are the linkage adversary's too)
     intersections: list[Any] = field(default_factory=list)
     #: the releases published over the gate (``--allow-breach``): what their gate recorded
     overrides: list[dict[str, object]] = field(default_factory=list)
@@ -451,7 +451,7 @@ def audit(store: HistoryStore, dataset: str, *, k: float | None = None,
     if pairs:
         report.pairs = pair_scopes(views, k=k, l=l, e=e, focus=focus, worst=worst,
                                    exact_seconds=exact_seconds)
-    from anonkit.releases.intersection import intersection_scopes
+    from anonkit.history.intersection import intersection_scopes
 
     report.intersections = intersection_scopes(views, k)
     return report
@@ -483,7 +483,7 @@ def judge(acc: Accumulated, *, k: float | None = None, l: float | None = None,  
     this judgement of every record, after adding the release about to be published.
 
     Undecided records (breached on the values proved possible, not on those left) are
-    settled exactly where small enough (:func:`anonkit.releases.possible.settle`, at most
+    settled exactly where small enough (:func:`anonkit.history.possible.settle`, at most
     ``exact_seconds``); ``settle_when_proved=False`` skips that when a breach is already
     proved (the gate refuses either way). ``stop_at_proof`` (a mask over the records, e.g.
     those not already accepted): judge on the values left first, and stop there when a
@@ -544,7 +544,7 @@ def _info(release: object) -> ReleaseInfo:
     info = getattr(release, "info", None)
     if info is None:
         raise HistoryError("the knowledge was read without its releases' records; "
-                           "read it with anonkit.releases.knowledge.accumulated")
+                           "read it with anonkit.history.knowledge.accumulated")
     return info
 
 

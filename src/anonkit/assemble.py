@@ -14,11 +14,11 @@ from contextlib import AbstractContextManager, nullcontext
 
 import pandas as pd
 
+from anonkit.data.table import EncodedTable, Schema
 from anonkit.generalization import Form, generalize_columns
 from anonkit.models.base import PrivacyModel
 from anonkit.partition import Partition
 from anonkit.release import Release, ReleaseKind, ThreatModel
-from anonkit.table import EncodedTable, Schema
 
 #: Told each step of a long run as it happens: called with the step's name ("encoding",
 #: "partitioning", "generalizing", "verifying") and the rows it works on, it returns a

@@ -29,7 +29,7 @@ The threat model is m-invariance's: an adversary who knows quasi-identifiers and
 records were inserted and deleted, who cannot link rows across releases (no pseudonym on
 rows, rows shuffled). The history's gate judges the release by that adversary; the audit
 still shows what a row-linking adversary would find, labelled as outside the claim (see
-:mod:`anonkit.releases.attacks`).
+:mod:`anonkit.history.attacks`).
 """
 
 from __future__ import annotations
@@ -46,10 +46,10 @@ from anonkit.algorithms import minvariance as algo
 from anonkit.errors import InputError, ModelNotMetError
 
 if TYPE_CHECKING:
+    from anonkit.data.table import Schema
+    from anonkit.history.publish import PublishContext
+    from anonkit.history.store import HistoryStore, ReleaseView
     from anonkit.release import Release
-    from anonkit.releases.publish import PublishContext
-    from anonkit.releases.store import HistoryStore, ReleaseView
-    from anonkit.table import Schema
 
 METHOD = "m-invariance"
 KEY_DTYPE = "S16"
@@ -190,8 +190,8 @@ class MInvariance:
                      state: SignatureState) -> Release:
         """The release after the ones ``state`` describes (empty: the first), for records
         ``keys`` (16-byte pseudonyms, one per row of ``df``)."""
-        from anonkit.randomness import privacy_rng
-        from anonkit.table import encode
+        from anonkit._util.randomness import privacy_rng
+        from anonkit.data.table import encode
 
         if not isinstance(self.m, int) or isinstance(self.m, bool) or self.m < 2:
             raise InputError(f"m-invariance needs -m, a whole number >= 2; got {self.m!r}")
@@ -314,14 +314,14 @@ class MInvariance:
                  timings: dict[str, float], seeded: bool, *,
                  n_counterfeits_balancing: int, slot_values: np.ndarray,
                  signatures: algo.Signatures, known_rows: np.ndarray) -> Release:
+        from anonkit.assemble import release_table
+        from anonkit.data.table import encode
         from anonkit.generalization import default_form, generalize_columns
         from anonkit.metrics import release_metrics
         from anonkit.metrics.count_queries import count_query_error
         from anonkit.models.invariance import MUniqueness
         from anonkit.partition import Partition
-        from anonkit.pipeline import release_table
         from anonkit.release import Provenance, Release, ReleaseKind, ThreatModel
-        from anonkit.table import encode
         from anonkit.verify import verify_release
 
         t0 = time.perf_counter()

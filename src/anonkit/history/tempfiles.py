@@ -14,7 +14,7 @@ creates, in ``D``:
 
 Before committing, the publisher writes the history's location into its lock file: from
 then on its release file may be the pending file of a committed release
-(see :mod:`anonkit.releases.publish`).
+(see :mod:`anonkit.history.publish`).
 
 Clean-up (:func:`remove_orphans`, run by every publish into ``D``): a lock file whose lock
 can be taken belongs to a publisher that has ended. Its files -- the names above with its

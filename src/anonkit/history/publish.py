@@ -5,7 +5,7 @@ The protocol (one publish of release ``n`` of a dataset to ``OUTPUT``):
 1. Validate: the key column has no missing or duplicate value; the columns and their roles
    are those of release ``n - 1``. Note ``n``: the latest release when we start, plus one.
 2. Pseudonymise the keys, run the method (from the registry), require its verdicts to pass.
-3. Lock this publish (:class:`anonkit.releases.tempfiles.PublishFiles`: a lock file
+3. Lock this publish (:class:`anonkit.history.tempfiles.PublishFiles`: a lock file
    beside ``OUTPUT``, ``flock``-ed while the publisher lives), write the release to a
    temporary file beside ``OUTPUT`` (``.anonkit-tmp-<pid>-<random>-<name>``, created with
    mode 0600), flush it to disk, hash it (SHA-256).
@@ -56,21 +56,21 @@ from typing import Protocol
 import numpy as np
 import pandas as pd
 
+from anonkit.data.table import Kind, Schema
 from anonkit.errors import HistoryError, InputError
 from anonkit.hierarchy.base import Hierarchy
-from anonkit.release import Release, ThreatModel, auxiliary_path, require_input_rows
-from anonkit.releases.attacks import ADVERSARIES, CrossReleaseBreachError, judge
-from anonkit.releases.knowledge import Accumulated, accumulated
-from anonkit.releases.knowledge import to_bytes as knowledge_to_bytes
-from anonkit.releases.possible import EXACT_SECONDS
-from anonkit.releases.rekey import Comparison, compare, fingerprints, refusal
-from anonkit.releases.secret import (
+from anonkit.history.attacks import ADVERSARIES, CrossReleaseBreachError, judge
+from anonkit.history.knowledge import Accumulated, accumulated
+from anonkit.history.knowledge import to_bytes as knowledge_to_bytes
+from anonkit.history.possible import EXACT_SECONDS
+from anonkit.history.rekey import Comparison, compare, fingerprints, refusal
+from anonkit.history.secret import (
     PSEUDONYM_BYTES,
     canonical_keys,
     has_lone_surrogate,
     secret_path_beside,
 )
-from anonkit.releases.store import (
+from anonkit.history.store import (
     MAX_NAME,
     HistoryLocation,
     HistoryStore,
@@ -82,8 +82,8 @@ from anonkit.releases.store import (
     sha256_file,
     summarize_classes,
 )
-from anonkit.releases.tempfiles import PublishFiles, remove_orphans
-from anonkit.table import Kind, Schema
+from anonkit.history.tempfiles import PublishFiles, remove_orphans
+from anonkit.release import Release, ThreatModel, auxiliary_path, require_input_rows
 from anonkit.verify import refuse_identifiers, verify_release
 
 _MAX_ROWS_NAMED = 10
@@ -189,8 +189,8 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
     release of ``request.dataset``, atomically with its history row (see the module).
 
     Fail closed: the new release is first added to the adversaries' knowledge the history
-    keeps (:mod:`anonkit.releases.knowledge`: no earlier release is read) and its records
-    are judged over all their releases (:func:`anonkit.releases.attacks.judge`, what
+    keeps (:mod:`anonkit.history.knowledge`: no earlier release is read) and its records
+    are judged over all their releases (:func:`anonkit.history.attacks.judge`, what
     ``audit`` does, focused on it); if any is breached, :class:`CrossReleaseBreachError`
     (exit code 3) is raised and nothing is written. The knowledge with the new release is
     recorded with it. On a clean history that means "this release would create a
@@ -211,7 +211,7 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
 
     ``exact_seconds``: how long the gate may spend deciding exactly what the qi adversary
     can deduce about records the bounds leave undecided (see
-    :mod:`anonkit.releases.possible`); those it cannot decide in time count as exposed.
+    :mod:`anonkit.history.possible`); those it cannot decide in time count as exposed.
 
     ``timings``, when given, receives the seconds spent per phase: ``validate``,
     ``pseudonyms``, ``method``, ``summarize``, ``lineage`` (the check of records shared with
@@ -336,7 +336,7 @@ def prepare_release(result: Release, request: PublishRequest, seq: int,
     pseudonym -> class, sorted by pseudonym, the order the primary key index wants. A
     counterfeit or synthetic row has no record. ``persons``: every input row's
     history-wide pseudonym (kept with its record); ``fingerprints``: every input row's
-    content fingerprint (see :mod:`anonkit.releases.rekey`)."""
+    content fingerprint (see :mod:`anonkit.history.rekey`)."""
     schema = result.schema
     class_rows, class_values, row_entries = summarize_classes(
         result.data, result.class_ids, result.classes, schema.quasi_identifiers,
@@ -453,7 +453,7 @@ def check_lineage(store: HistoryStore, release: PreparedRelease,
 
 def check_rekey(store: HistoryStore, release: PreparedRelease, previous: ReleaseInfo | None,
                 new_lineage: bool) -> list[dict[str, object]]:
-    """Refuse a re-keyed export (see :mod:`anonkit.releases.rekey`) unless ``new_lineage``;
+    """Refuse a re-keyed export (see :mod:`anonkit.history.rekey`) unless ``new_lineage``;
     return the comparisons, to record with the release. Compared: the dataset's previous
     release (by key and content), and the latest release of every other dataset with the
     same columns, not declared a separate lineage (by person and content)."""
@@ -712,7 +712,7 @@ def _stage(name: str) -> None:
 
 def _remove_orphans(output: Path, store: HistoryStore) -> None:
     """Delete the temporary files that ended publishes left in ``output``'s folder (see
-    :mod:`anonkit.releases.tempfiles`): never a live publisher's (its lock is held), nor
+    :mod:`anonkit.history.tempfiles`): never a live publisher's (its lock is held), nor
     one the history still points to (that one is recovered on open)."""
     remove_orphans(output.parent, str(store.location),
                    lambda: [str(info.pending_path) for info in store.pending()])

@@ -23,7 +23,7 @@ compares, where ``02139``, ``2139`` and ``2139.0`` are three labels.
 
 Missing values: an empty cell (or ``NA``, ``null``, ``NaN``, …) is missing in a numeric or
 date column; in a text column the cell is kept as the text (``""``, ``"NA"``), which
-:func:`anonkit.table.encode` treats as missing when blank. ``na_values`` adds markers
+:func:`anonkit.data.table.encode` treats as missing when blank. ``na_values`` adds markers
 (``?``) that are missing in every column, text ones included.
 
 Dialects (each costs nothing when not asked for): a file without a header line
@@ -905,7 +905,7 @@ def write_csv(table: pa.Table, path: str | Path, sep: str = ",",
     Dictionary columns are written from their codes, each label escaped once; other columns
     are cast to text by Arrow (numbers, dates, booleans).
     """
-    from anonkit._csv_writer import write_csv as write_rows
+    from anonkit.data._csv_writer import write_csv as write_rows
 
     names = _escaped_texts(pa.array(table.column_names, type=pa.string()), sep)
     header = sep.join(names.to_pylist()) + "\n"

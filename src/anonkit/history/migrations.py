@@ -9,7 +9,7 @@ record its history-wide pseudonym ``person_hash``. A migrated release's ``lineag
 records' ``person_hash`` are NULL: the history-wide pseudonym is a keyed hash of the record
 key, which a version-1 history never kept, so it cannot be recomputed. A new release that
 may share records with such releases of another dataset is treated as sharing them (see
-:func:`anonkit.releases.publish.check_lineage`).
+:func:`anonkit.history.publish.check_lineage`).
 
 Version 3 adds two tables: ``anonkit_record_maps`` (per release its pseudonym -> class map,
 its records' history-wide pseudonyms and its class sizes as blobs, filled from
@@ -23,7 +23,7 @@ they are (nothing is deleted by an upgrade), and read only for a release without
 Version 4 adds, per release, ``gate``: what the publish-time gate found and whether
 ``--allow-breach`` overrode it (NULL for a migrated release: not recorded), and ``auth`` and
 ``content_digest``, its place in the history's authentication chain, with the chain's head
-in ``anonkit_schema.chain`` (:mod:`anonkit.releases.chain`). The upgrade authenticates every
+in ``anonkit_schema.chain`` (:mod:`anonkit.history.chain`). The upgrade authenticates every
 release as it is then.
 
 Opening a version-1 history upgrades it, in one transaction: columns are added with the
@@ -58,9 +58,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from anonkit.errors import HistoryError
-from anonkit.models.base import CrossReleaseRequirement
-from anonkit.releases.secret import Secret
-from anonkit.releases.store import (
+from anonkit.history.secret import Secret
+from anonkit.history.store import (
     SCHEMA_VERSION,
     SQLITE_BUSY_TIMEOUT,
     V2_TABLES,
@@ -78,6 +77,7 @@ from anonkit.releases.store import (
     schema_table,
     seal_history,
 )
+from anonkit.models.base import CrossReleaseRequirement
 
 #: Test seam: a step name -> a function called there (``upgraded``: every change made,
 #: not committed). Empty in normal use.
@@ -254,7 +254,7 @@ def upgrade(engine: Engine, location: HistoryLocation, secret: Secret) -> str | 
                 _add_columns(conn, V4_COLUMNS)
                 _encrypt_classes_and_knowledge(conn, secret)
                 # every release as it is now is authenticated: from here on, a change made
-                # without the secret shows (see anonkit.releases.chain)
+                # without the secret shows (see anonkit.history.chain)
                 seal_history(conn, secret)
                 conn.execute(schema_table.update().values(version=SCHEMA_VERSION))
                 hook = MIGRATION_HOOKS.get("upgraded")

@@ -14,7 +14,7 @@ One history (an SQLite file by default, or a PostgreSQL database) holds any numb
   million entries, which a row per entry or a JSON per class would make the slowest part of
   recording and of auditing);
 - ``anonkit_record_maps`` (since version 3): per release one row of blobs: per input
-  record its pseudonym ``HMAC(secret, key)`` (see :mod:`anonkit.releases.secret`) and the
+  record its pseudonym ``HMAC(secret, key)`` (see :mod:`anonkit.history.secret`) and the
   class it went to -- what lets the next release honour this one, and the audit follow a
   record across releases, without raw keys --, its history-wide pseudonym (the same in every
   dataset), which shows a new release that shares records with another dataset (none for
@@ -38,7 +38,7 @@ releases), the *cross-release requirements* of its privacy models (what the audi
 and whether a user-given seed drove its randomness (never the seed).
 
 ``anonkit_schema`` holds the format version. A history of an older version is upgraded when
-opened for writing (:mod:`anonkit.releases.migrations`; a read-only open refuses it); a
+opened for writing (:mod:`anonkit.history.migrations`; a read-only open refuses it); a
 newer version, or a database that is not an anonkit history at all, is a
 :class:`HistoryError`, and nothing is ever created in or rewritten in a database this module
 did not create.
@@ -72,10 +72,9 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import URL, Connection, Engine, make_url
 
+from anonkit.data.io import sha256_file
 from anonkit.errors import ConcurrentPublishError, HistoryError
-from anonkit.io import sha256_file
-from anonkit.models.base import CrossReleaseRequirement
-from anonkit.releases.chain import (
+from anonkit.history.chain import (
     TamperedHistoryError,
     check_chain,
     check_part,
@@ -83,7 +82,7 @@ from anonkit.releases.chain import (
     part_digest,
     release_tag,
 )
-from anonkit.releases.secret import (
+from anonkit.history.secret import (
     Secret,
     canonical_keys,
     create_secret_file,
@@ -91,6 +90,7 @@ from anonkit.releases.secret import (
     secret_path_beside,
     warn_if_beside,
 )
+from anonkit.models.base import CrossReleaseRequirement
 
 SCHEMA_VERSION = 4
 RELEASE_KINDS = ("generalized", "permuted", "synthetic")
@@ -134,7 +134,7 @@ releases_table = sa.Table(
     sa.Column("content_hash", sa.String(64), nullable=False),  # SHA-256 of the file
     sa.Column("file_size", sa.BigInteger, nullable=False),
     sa.Column("output_path", sa.Text, nullable=False),
-    # set while the file is still at its temporary name (see anonkit.releases.publish)
+    # set while the file is still at its temporary name (see anonkit.history.publish)
     sa.Column("pending_path", sa.Text, nullable=True),
     sa.Column("anonkit_version", sa.String(32), nullable=False),
     # since version 2; the server defaults are what a migrated version-1 release gets
@@ -148,7 +148,7 @@ releases_table = sa.Table(
     sa.Column("seeded", sa.Boolean, nullable=False, server_default=sa.false()),
     sa.Column("group_column", sa.String(200), nullable=True),  # a permuted release's groups
     # the lineage decision: the records it shares with other datasets, and whether it was
-    # published as a new lineage (see anonkit.releases.publish.check_lineage); NULL for a
+    # published as a new lineage (see anonkit.history.publish.check_lineage); NULL for a
     # release migrated from version 1 (never checked)
     sa.Column("lineage", sa.JSON(none_as_null=True), nullable=True),
     # since version 4: what the publish-time gate found, and whether --allow-breach
@@ -354,13 +354,13 @@ record_maps_table = sa.Table(
     sa.Column("persons", sa.LargeBinary, nullable=True),
     # since version 4: per record (in keys' order) a keyed 64-bit fingerprint of its exact
     # quasi-identifier and sensitive values, encrypted (nonce + XOR with a keystream): what
-    # tells a re-keyed export (see anonkit.releases.rekey); NULL: none kept
+    # tells a re-keyed export (see anonkit.history.rekey); NULL: none kept
     sa.Column("fingerprints", sa.LargeBinary, nullable=True),
     sqlite_with_rowid=False,
 )
 
 #: Per dataset, the adversary's accumulated knowledge after release ``through_seq`` (built
-#: by :mod:`anonkit.releases.knowledge`, so neither the gate nor the audit replays the
+#: by :mod:`anonkit.history.knowledge`, so neither the gate nor the audit replays the
 #: releases), as two opaque parts. The public part holds what the records and the releases
 #: show already (who was in which class, the multisets, what follows from them); the
 #: private part holds records' sensitive values, so it is encrypted like
@@ -552,9 +552,9 @@ class ReleaseInfo:
     group_column: str | None = None
     #: the lineage decision (see ``check_lineage``); None: never checked (migrated)
     lineage: dict[str, object] | None = None
-    #: the gate's judgement (see ``anonkit.releases.publish``); None: first or migrated
+    #: the gate's judgement (see ``anonkit.history.publish``); None: first or migrated
     gate: dict[str, object] | None = None
-    #: the release's authentication and content digests (see :mod:`anonkit.releases.chain`)
+    #: the release's authentication and content digests (see :mod:`anonkit.history.chain`)
     auth: str | None = None
     content_digest: dict[str, str] | None = None
 
@@ -587,7 +587,7 @@ class ReleaseInfo:
 
 @dataclass
 class PreparedRelease:
-    """A release ready for the history: built by :mod:`anonkit.releases.publish`."""
+    """A release ready for the history: built by :mod:`anonkit.history.publish`."""
 
     dataset: str
     seq: int
@@ -624,7 +624,7 @@ class PreparedRelease:
     #: array; None: not known)
     record_persons: Sequence[bytes] | np.ndarray | None = None
     #: per record, the fingerprint of its exact values (uint64, aligned with
-    #: record_hashes; see anonkit.releases.rekey); None: not kept
+    #: record_hashes; see anonkit.history.rekey); None: not kept
     record_fingerprints: np.ndarray | None = None
     #: the lineage decision recorded with the release (see ``check_lineage``)
     lineage: dict[str, object] | None = None
@@ -898,9 +898,9 @@ class HistoryStore:
              create: bool = False, read_only: bool = False) -> HistoryStore:
         """Open the history at ``history`` (path or URL; default ``$ANONKIT_HISTORY`` or
         ``anonkit.db``). With ``create``, a missing history is created (with a new secret
-        beside an SQLite file); without, it is an error. See :mod:`anonkit.releases.secret`
+        beside an SQLite file); without, it is an error. See :mod:`anonkit.history.secret`
         for where the secret comes from. A history of an older format is upgraded
-        (:mod:`anonkit.releases.migrations`; :class:`HistoryUpgradedWarning` says where the
+        (:mod:`anonkit.history.migrations`; :class:`HistoryUpgradedWarning` says where the
         old one was copied), publishes a killed publisher left half done are finished
         (:meth:`recover`), and a secret kept in the folder of an SQLite history is warned of
         once per process.
@@ -982,7 +982,7 @@ class HistoryStore:
                             f"write. Upgrade it with `anonkit release recover --history ...` "
                             f"(it keeps a copy of the old history), or by publishing the "
                             f"next release; nothing was changed")
-                    from anonkit.releases.migrations import upgrade
+                    from anonkit.history.migrations import upgrade
 
                     note = upgrade(engine, location, given)
                     if note is not None:
@@ -1486,11 +1486,11 @@ class HistoryStore:
 
     def recover(self) -> list[str]:
         """Finish publishes that committed but did not rename their file (the process
-        died in between; see :mod:`anonkit.releases.publish`): the file, and the auxiliary
+        died in between; see :mod:`anonkit.history.publish`): the file, and the auxiliary
         tables still at their temporary names, are moved to their names, and the dead
         publisher's lock file is removed. Returns what was done."""
+        from anonkit.history.tempfiles import drop_lock
         from anonkit.release import auxiliary_path
-        from anonkit.releases.tempfiles import drop_lock
 
         done = []
         for info in self.pending():
@@ -1641,7 +1641,7 @@ def _our_pending_file(pending: Path, output: Path) -> bool:
     """Whether ``pending`` is the temporary file a publish of ``output`` makes: in the
     output's own folder, named ``.anonkit-tmp-<pid>-<16 hex>-<output name>`` (so a row
     edited to name any other file is never moved over anything)."""
-    from anonkit.releases.tempfiles import TMP_PREFIX, token_of
+    from anonkit.history.tempfiles import TMP_PREFIX, token_of
 
     if not pending.is_absolute() or not output.is_absolute():
         return False
@@ -2116,7 +2116,7 @@ def summarize_classes(data: pd.DataFrame, class_ids: np.ndarray, labels: pd.Data
     of each record's value).
 
     ``data`` is the released table, ``class_ids`` its class per row and ``labels`` one row
-    per class with each quasi-identifier's released label (an :class:`AnonymizationResult`'s
+    per class with each quasi-identifier's released label (an :class:`~anonkit.release.Release`'s
     ``data``, ``class_ids`` and ``classes``). The labels' JSON is assembled from per-label
     texts, so ``json.dumps`` runs once per distinct label, not once per class.
     """

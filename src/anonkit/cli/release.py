@@ -1,6 +1,6 @@
 """``anonkit release``: publish with a history, list and show releases, audit them.
 
-The group works on its own (``python -m anonkit.releases.cli``) and as a subcommand of the
+The group works on its own (``python -m anonkit release``) and as a subcommand of the
 main ``anonkit`` command. Exit codes: 0 success; 1 an internal error; 2 bad input (unknown
 dataset, bad key column, changed columns, not a history, wrong secret, an output that is the
 history or a recorded release: the history is left unchanged); 3 ``audit`` found a
@@ -24,6 +24,7 @@ from typing import ParamSpec, TypeVar
 
 import click
 
+from anonkit._util.options import parse_pairs
 from anonkit.cli import (
     READING_PARAMETERS,
     column_roles,
@@ -36,12 +37,11 @@ from anonkit.cli import (
     role_options,
 )
 from anonkit.errors import AnonkitError, InputError
+from anonkit.history.chain import TamperedHistoryError
+from anonkit.history.possible import EXACT_SECONDS
+from anonkit.history.secret import SECRET_ENV, SECRET_FILE_ENV
+from anonkit.history.store import DEFAULT_HISTORY, HISTORY_ENV, HistoryStore, ReleaseInfo
 from anonkit.models.base import exact_number, format_parameters
-from anonkit.options import parse_pairs
-from anonkit.releases.chain import TamperedHistoryError
-from anonkit.releases.possible import EXACT_SECONDS
-from anonkit.releases.secret import SECRET_ENV, SECRET_FILE_ENV
-from anonkit.releases.store import DEFAULT_HISTORY, HISTORY_ENV, HistoryStore, ReleaseInfo
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -218,16 +218,16 @@ def publish_cmd(input_path: Path | None, dataset: str | None, key: str | None,
     Safety switches (--allow-breach, --new-lineage) are given on the command line only."""
     from anonkit import methods
     from anonkit.cli import job_from, load_config
+    from anonkit.data.io import check_output_path, read_table
     from anonkit.hierarchy import read_arx_hierarchy
-    from anonkit.io import check_output_path, read_table
-    from anonkit.releases.attacks import CrossReleaseBreachError
-    from anonkit.releases.publish import (
+    from anonkit.history.attacks import CrossReleaseBreachError
+    from anonkit.history.publish import (
         GateOverriddenWarning,
         PublishRequest,
         publish,
         refuse_history_output,
     )
-    from anonkit.releases.store import HistoryLocation
+    from anonkit.history.store import HistoryLocation
 
     given = {"input": str(input_path) if input_path else None,
              "output": str(output) if output else None, "dataset": dataset, "key": key,
@@ -331,7 +331,7 @@ def publish_cmd(input_path: Path | None, dataset: str | None, key: str | None,
 
 def _gate_text(info: ReleaseInfo) -> str:
     """What the publish-time gate found, in one line."""
-    from anonkit.releases.attacks import records_text
+    from anonkit.history.attacks import records_text
 
     gate = info.gate
     if gate is None:
@@ -487,7 +487,7 @@ def show_cmd(dataset: str, seq: int, n_classes: int, as_json: bool, history: str
              secret_file: Path | None) -> None:
     """Show release SEQ of DATASET: how it was made and what an adversary sees in it
     (read-only)."""
-    from anonkit.releases.attacks import EXACT_ONLY, exact_only_models, requirements_of
+    from anonkit.history.attacks import EXACT_ONLY, exact_only_models, requirements_of
 
     with _open(history, secret_file, read_only=True) as store:
         info = store.release(dataset, seq)
@@ -587,11 +587,11 @@ def audit_cmd(dataset: str, report_path: Path | None, as_json: bool, focus: int 
     """Judge every record of --dataset over all the releases that contain it; exit 3 on any
     breach, 2 on bad input, 1 if the audit itself failed (read-only). A gate tests the exit
     code != 0."""
-    from anonkit.releases.attacks import audit
+    from anonkit.history.attacks import audit
 
     with _open(history, secret_file, read_only=True) as store:
         if report_path is not None:  # the audit never writes over what the history holds
-            from anonkit.releases.publish import refuse_history_output
+            from anonkit.history.publish import refuse_history_output
 
             refuse_history_output(report_path.absolute(), store, secret_file=secret_file,
                                   refused="the audit's report was refused")
@@ -600,7 +600,7 @@ def audit_cmd(dataset: str, report_path: Path | None, as_json: bool, focus: int 
                        exact_seconds=exact_seconds)
         notes = lineage_notes(store, dataset)
     if report_path is not None:
-        from anonkit.releases.report import write_html
+        from anonkit.history.report import write_html
 
         write_html(report, report_path)
     if as_json:

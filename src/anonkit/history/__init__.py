@@ -9,7 +9,7 @@ accumulated about each record (:func:`knowledge`), and lets sequential engines p
 (:func:`register_method`).
 """
 
-from anonkit.releases.attacks import (
+from anonkit.history.attacks import (
     ADVERSARIES,
     AuditReport,
     Finding,
@@ -18,16 +18,16 @@ from anonkit.releases.attacks import (
     audit,
     audit_views,
 )
-from anonkit.releases.knowledge import Knowledge, knowledge, knowledge_views
-from anonkit.releases.publish import (
+from anonkit.history.knowledge import Knowledge, knowledge, knowledge_views
+from anonkit.history.publish import (
     PublishContext,
     PublishRequest,
     publish,
     register_method,
     registered_methods,
 )
-from anonkit.releases.secret import SecretBesideHistoryWarning
-from anonkit.releases.store import (
+from anonkit.history.secret import SecretBesideHistoryWarning
+from anonkit.history.store import (
     HistoryStore,
     HistoryUpgradedWarning,
     PreparedRelease,

@@ -1,12 +1,12 @@
 """Which sensitive values the qi adversary can give each record: bounded from both sides.
 
-The qi adversary (:mod:`anonkit.releases.attacks`) knows every record's class, or its
+The qi adversary (:mod:`anonkit.history.attacks`) knows every record's class, or its
 absence, in every release, and each class's multiset of sensitive values; a value is
 *possible* for a record when some assignment of one fixed value to every person (plus any
 values to the counterfeit rows of a class) reproduces every released multiset. Exhaustive
 enumeration decides that, at a cost exponential in the records.
 
-:class:`~anonkit.releases.knowledge.Accumulated`'s constraint propagation gives an *upper*
+:class:`~anonkit.history.knowledge.Accumulated`'s constraint propagation gives an *upper*
 bound: a value it rules out is impossible (each step is a valid implication), a value it
 leaves may still be impossible. The gate must not rely on that side alone: a record whose
 left values look diverse may in truth be pinned (the difference attack on a record that
@@ -43,8 +43,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from anonkit.releases import _knowledge_c
-from anonkit.releases.knowledge import _VALUE_BITS, Accumulated, _expand
+from anonkit.history import _knowledge_c
+from anonkit.history.knowledge import _VALUE_BITS, Accumulated, _expand
 
 #: an entry's status: proved possible / neither proved / ruled out
 POSSIBLE, UNDECIDED, IMPOSSIBLE = 1, 0, -1

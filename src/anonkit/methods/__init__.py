@@ -22,16 +22,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from anonkit._util.options import as_list
 from anonkit.errors import InputError
-from anonkit.options import as_list
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from anonkit.assemble import Progress
+    from anonkit.data.table import Schema
     from anonkit.models.base import PrivacyModel
-    from anonkit.pipeline import Progress
     from anonkit.release import Release
-    from anonkit.table import Schema
 
 #: where an option value comes from: text typed on the command line, a TOML value, or a
 #: Python value; only command-line text is converted from text
@@ -299,7 +299,7 @@ class Method:
     threat_model: str  # a ThreatModel value
     options: tuple[Option, ...] = ()
     #: ``anonymize(df, schema, options, progress=None)``; ``progress`` as in
-    #: :data:`anonkit.pipeline.Progress` (a method may ignore it)
+    #: :data:`anonkit.assemble.Progress` (a method may ignore it)
     anonymize: Callable[..., Release] | None = None
     publish: Callable[..., Release] | None = None
     typed: bool = True
@@ -398,7 +398,7 @@ def _mondrian_anonymize(df: pd.DataFrame, schema: Schema, options: dict[str, Any
 def _ke_anonymize(df: pd.DataFrame, schema: Schema, options: dict[str, Any],
                   progress: Progress | None = None) -> Release:
     from anonkit.algorithms import ke
-    from anonkit.pipeline import no_progress
+    from anonkit.assemble import no_progress
 
     with (progress or no_progress)("partitioning", len(df)):
         return ke.anonymize(df, schema, options)
@@ -526,7 +526,7 @@ UNWEIGHTED_SPLIT = Option("unweighted_split", ("--unweighted-split",), boolean,
 
 
 def _minvariance_publish(df: pd.DataFrame, request: Any, context: Any) -> Release:
-    from anonkit.releases import minvariance
+    from anonkit.history.engines import minvariance
 
     return minvariance.publish(df, request, context)
 

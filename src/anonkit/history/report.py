@@ -11,8 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from anonkit.models.base import exact_number
-from anonkit.releases.attacks import (
+from anonkit.history.attacks import (
     ADVERSARIES,
     EXACT_ONLY,
     OUTSIDE_CLAIM,
@@ -24,6 +23,7 @@ from anonkit.releases.attacks import (
     override_text,
     records_text,
 )
+from anonkit.models.base import exact_number
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
@@ -106,7 +106,7 @@ def render_html(report: AuditReport) -> str:
 
 def write_html(report: AuditReport, path: str | Path) -> Path:
     """Write the report atomically (a reader never sees half a file)."""
-    from anonkit.io import atomic_write
+    from anonkit.data.io import atomic_write
 
     path = Path(path)
     with atomic_write(path) as tmp:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from anonkit.data.table import Kind
 from anonkit.errors import InputError
 from anonkit.models.base import (
     Classes,
@@ -18,7 +19,6 @@ from anonkit.models.base import (
     real_number,
     whole_number,
 )
-from anonkit.table import Kind
 
 
 class KEAnonymity(PrivacyModel):

@@ -1,0 +1,5 @@
+"""``python -m anonkit``: the command line."""
+
+from anonkit.cli import run
+
+run()

@@ -1,0 +1,1 @@
+"""Tables in and out: the schema of roles and kinds, encoding, reading and writing."""
