@@ -38,7 +38,7 @@ from anonkit import methods
 from anonkit.algorithms import _compression_c  # type: ignore[attr-defined]
 from anonkit.algorithms.compression import build_tree, garsia_wachs_depths, symbols_of
 from anonkit.algorithms.stream_tree import StreamTree
-from anonkit.data.table import Schema
+from anonkit.data.schema import Schema
 
 N = 1_000_000
 TREE_TARGET = 0.5

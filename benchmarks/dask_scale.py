@@ -35,10 +35,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from anonkit.algorithms.mondrian import Mondrian
 from anonkit.datasets import CENSUS_QUASI_IDENTIFIERS, make_census
 from anonkit.distributed.cluster import dask_client
 from anonkit.distributed.engine import DaskMondrian
+from anonkit.methods.mondrian import Mondrian
 
 FILE_ROWS = 1_000_000
 TARGET_SECONDS = 60.0

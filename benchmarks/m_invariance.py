@@ -78,9 +78,10 @@ def pseudonyms(keys: pd.Series) -> np.ndarray:
 
 
 def run(args: argparse.Namespace, folder: Path) -> None:
-    from anonkit.data.io import read_table
-    from anonkit.data.table import Schema
+    from anonkit.data.read import read_table
+    from anonkit.data.schema import Schema
     from anonkit.history.engines.minvariance import MInvariance, SignatureState
+    from anonkit.verify import write_release
 
     inputs = []
     for i, ids in enumerate(versions(args.rows, args.releases, args.churn,
@@ -110,7 +111,7 @@ def run(args: argparse.Namespace, folder: Path) -> None:
         release.shuffle_rows()
         t_method = time.perf_counter() - t0
         t0 = time.perf_counter()
-        release.write(folder / f"release{i + 1}.csv", forbidden=["pid"])
+        write_release(release, folder / f"release{i + 1}.csv", forbidden=["pid"])
         t_write = time.perf_counter() - t0
         assert release.method_state is not None
         state = SignatureState.from_bytes(release.method_state)
@@ -134,7 +135,7 @@ def history(inputs: list[Path], folder: Path, args: argparse.Namespace) -> None:
     """The same sequence published through the history (the gate audits every release)."""
     import warnings
 
-    from anonkit.data.io import read_table
+    from anonkit.data.read import read_table
     from anonkit.history import HistoryStore, PublishRequest, audit, publish
 
     request = PublishRequest(dataset="ward", key="pid", quasi_identifiers=["age", "zip", "sex"],

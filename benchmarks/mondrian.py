@@ -27,7 +27,7 @@ to the measurements:
   phase timings (``--json``) and peak memory.
 * ``make_census(1_000_000)`` (the 8 census QIs, no hierarchies), k=10: algorithm time as
   above, and CSV -> CSV with ``anonkit anonymize`` as a fresh process (the CSV is written
-  first with :func:`anonkit.data.io.write_table`), with the child's peak RSS (``ru_maxrss`` of
+  first with :func:`anonkit.data.write.write_table`), with the child's peak RSS (``ru_maxrss`` of
   that child, from ``os.wait4``). The target's table is the issue's "1,000,000 rows x 8
   QIs": ``id``, the 8 QIs and the sensitive ``disease`` (105 MB of CSV). The whole census
   table (15 columns, 144 MB: 5 more columns that are released unchanged) is timed too, for
@@ -57,10 +57,11 @@ import numpy as np
 import pandas as pd
 
 import anonkit
-from anonkit.algorithms.mondrian import Mondrian
-from anonkit.data.io import write_table
-from anonkit.data.table import EncodedTable, Schema, encode
+from anonkit.data.encoding import EncodedTable, encode
+from anonkit.data.schema import Schema
+from anonkit.data.write import write_table
 from anonkit.datasets import CENSUS_QUASI_IDENTIFIERS, load_adult, make_census
+from anonkit.methods.mondrian import Mondrian
 from anonkit.metrics.utility import gcp as gcp_of
 from anonkit.models import KAnonymity
 from anonkit.partition import Partition

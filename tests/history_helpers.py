@@ -19,13 +19,25 @@ import numpy as np
 import pandas as pd
 import sqlalchemy as sa
 
-from anonkit.data.table import ColumnSpec, Kind, Role, encode_column
-from anonkit.history.publish import (
-    PUBLISH_HOOKS,
-    PublishContext,
-    PublishRequest,
-    publish,
-    register_method,
+from anonkit.data.encoding import encode_column
+from anonkit.data.schema import ColumnSpec, Kind, Role
+from anonkit.history.crypto import (
+    _KNOWLEDGE_DOMAIN,
+    _keystream_bytes,
+    _knowledge_context,
+    _knowledge_tag,
+    decrypt_classes,
+)
+from anonkit.history.engines import register_engine
+from anonkit.history.engines.context import PublishContext, PublishRequest
+from anonkit.history.publish import PUBLISH_HOOKS, publish
+from anonkit.history.schema import (
+    classes_table,
+    knowledge_table,
+    record_maps_table,
+    records_table,
+    releases_table,
+    schema_table,
 )
 from anonkit.history.store import HistoryStore
 from anonkit.models import KEAnonymity
@@ -98,7 +110,7 @@ def sorted_chunks(df: pd.DataFrame, request: PublishRequest,
                                schema, "sorted-chunks", {"k": k}, models=[KAnonymity(k)])
 
 
-register_method("sorted-chunks", sorted_chunks, replace=True)
+register_engine("sorted-chunks", sorted_chunks, replace=True)
 
 
 def given_classes(df: pd.DataFrame, request: PublishRequest,
@@ -129,7 +141,7 @@ def given_classes(df: pd.DataFrame, request: PublishRequest,
                                verdicts, {}, schema, "given-classes", {"k": k}, models=models)
 
 
-register_method("given-classes", given_classes, replace=True)
+register_engine("given-classes", given_classes, replace=True)
 
 
 def make_request(dataset: str = "census", method: str = "sorted-chunks", k: int = 5,
@@ -143,8 +155,6 @@ def history_state(store: HistoryStore) -> list[tuple[object, ...]]:
     """Everything a publish could change, to compare before and after (the records are
     counted in the record maps: a release since version 3 writes no ``anonkit_records``
     rows; those rows are counted too, which no publish may change)."""
-    from anonkit.history.store import classes_table, record_maps_table, records_table
-
     with store.engine.connect() as conn:
         n_classes = conn.execute(sa.select(sa.func.count()).select_from(classes_table)).scalar()
         n_rows = conn.execute(sa.select(sa.func.count()).select_from(records_table)).scalar()
@@ -159,8 +169,6 @@ def history_state(store: HistoryStore) -> list[tuple[object, ...]]:
 def write_record_rows(store: HistoryStore) -> None:
     """Give every release with a record map the ``anonkit_records`` rows a release recorded
     before version 3 had (key, class, history-wide pseudonym or NULL), from its map."""
-    from anonkit.history.store import record_maps_table, records_table
-
     maps = record_maps_table.c
     with store.engine.begin() as conn:
         for release_id, keys, classes, persons in conn.execute(sa.select(
@@ -179,8 +187,6 @@ def write_record_rows(store: HistoryStore) -> None:
 def _classes_in_clear(store: HistoryStore, conn: sa.Connection, release_id: int, n: int,
                       classes: bytes) -> bytes:
     """A record map's classes as version 3 kept them (version 4 encrypts them)."""
-    from anonkit.history.store import decrypt_classes, releases_table
-
     if len(classes) == 4 * n:
         return classes
     dataset, seq = conn.execute(sa.select(releases_table.c.dataset, releases_table.c.seq)
@@ -191,16 +197,6 @@ def _classes_in_clear(store: HistoryStore, conn: sa.Connection, release_id: int,
 def as_version_3(store: HistoryStore) -> None:
     """Make a history what version 3 was: no gate, no authentication, the record maps'
     classes in clear and the kept knowledge's public part in clear."""
-    from anonkit.history.store import (
-        _KNOWLEDGE_DOMAIN,
-        _keystream_bytes,
-        _knowledge_context,
-        _knowledge_tag,
-        knowledge_table,
-        record_maps_table,
-        schema_table,
-    )
-
     maps, known = record_maps_table.c, knowledge_table.c
     with store.engine.begin() as conn:
         for release_id, n, classes in conn.execute(
@@ -229,8 +225,6 @@ def as_version_3(store: HistoryStore) -> None:
 def as_version_2(store: HistoryStore) -> None:
     """Make a history what version 2 was: its records as ``anonkit_records`` rows, without
     the version-3 tables."""
-    from anonkit.history.store import knowledge_table, record_maps_table, schema_table
-
     write_record_rows(store)
     with store.engine.begin() as conn:
         for table in (record_maps_table, knowledge_table):

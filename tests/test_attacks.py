@@ -28,10 +28,14 @@ from anonkit.history.attacks import (
     audit_views,
     requirements_of,
 )
+from anonkit.history.engines import engine_for, register_engine
+from anonkit.history.engines.context import PublishRequest
 from anonkit.history.knowledge import knowledge
-from anonkit.history.publish import PublishRequest, method_for, publish, register_method
+from anonkit.history.publish import publish
+from anonkit.history.records import PreparedRelease
 from anonkit.history.report import render_html
-from anonkit.history.store import HistoryStore, PreparedRelease, multisets
+from anonkit.history.store import HistoryStore
+from anonkit.history.summary import multisets
 from history_helpers import churned_versions, make_request, people
 
 if TYPE_CHECKING:
@@ -395,7 +399,7 @@ class Recorder:
     (the brute force's input; publishing then shuffles the released rows)."""
 
     def __init__(self, method: str) -> None:
-        self.inner = method_for(method)
+        self.inner = engine_for(method)
         self.results: list[object] = []
 
     def __call__(self, df, request, context):  # type: ignore[no-untyped-def]
@@ -411,7 +415,7 @@ def test_audit_matches_brute_force_on_a_churning_table(history: HistoryTarget,
     # records are present in non-contiguous sets of releases ({1,2,5}, {2,5}, ...)
     versions.append(versions[1].sample(frac=1.0, random_state=4).reset_index(drop=True))
     recorder = Recorder("sorted-chunks")
-    register_method("recorded-chunks", recorder, replace=True)
+    register_engine("recorded-chunks", recorder, replace=True)
     req = make_request(method="recorded-chunks", sensitive=("disease", "income"))
     with open_store(history) as store:
         for n, df in enumerate(versions):
@@ -445,7 +449,7 @@ def test_naive_mondrian_on_a_churning_table_is_caught(tmp_path: Path) -> None:
     not, and the audit says so -- with the brute force's numbers."""
     versions = census_versions(3000, 5, churn=0.1, seed=11)
     recorder = Recorder("mondrian")
-    register_method("recorded-mondrian", recorder, replace=True)
+    register_engine("recorded-mondrian", recorder, replace=True)
     req = PublishRequest(dataset="census", key="id", quasi_identifiers=CENSUS_QIS,
                          sensitive=["disease", "salary"], method="recorded-mondrian",
                          options={"k": 5})

@@ -16,8 +16,8 @@ from anonkit.history.attacks import (
     ScopeResult,
     audit_views,
 )
+from anonkit.history.records import PreparedRelease, ReleaseView
 from anonkit.history.report import render_html
-from anonkit.history.store import PreparedRelease, ReleaseView
 from test_knowledge import pid, release
 
 # four people in two classes per release; release 2 swaps b and d. Each class keeps {flu,

@@ -13,7 +13,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from anonkit.checker import CheckReport, check, group_rows, parse_model
+from anonkit._util.grouping import group_rows
+from anonkit.checker import CheckReport, check, parse_model
 from anonkit.errors import InputError
 from anonkit.hierarchy.base import Hierarchy
 from anonkit.models import (

@@ -221,7 +221,7 @@ def test_tricky_set_labels_and_missing_cells_read_back(tmp_path: Path) -> None:
     """Values holding commas, braces, quotes or the text "missing", and missing cells,
     released as sets: the CSV reads back (``anonkit check``) into the release's own classes,
     and every released label covers its row's original value."""
-    from anonkit.generalization import covers
+    from anonkit.labels import covers
 
     tricky = ["a,b", "{c}", 'say "x"', "missing", None, "plain", "d, e", "}"]
     n = 96

@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 from anonkit import methods
 from anonkit.algorithms.compression import (
     CodeTree,
-    CompressionAnonymizer,
     garsia_wachs_depths,
     garsia_wachs_depths_reference,
     halving_tree,
@@ -28,8 +27,10 @@ from anonkit.algorithms.compression import (
     truncate,
 )
 from anonkit.cli import main
-from anonkit.data.table import Schema
+from anonkit.data.schema import Schema
 from anonkit.errors import InputError
+from anonkit.methods.compression import CompressionAnonymizer
+from anonkit.report.tree import plot_tree, tree_section
 
 AGES = [5, 15, 19, 22, 25, 33, 33, 39, 31, 44, 41, 42, 48, 55, 59, 70]
 # the notebook's answer for the ages, k = 2, alphabetic tree
@@ -370,10 +371,24 @@ def test_alphabetic_refuses_a_categorical_column() -> None:
 
 def test_tree_plot_is_a_figure() -> None:
     model = fit(AGES, k=2, tree="optimal")
-    fig = model.tree_.plot(model.owner_, labels=[str(v) for v in np.unique(AGES)])
+    fig = plot_tree(model.tree_, model.owner_, labels=[str(v) for v in np.unique(AGES)])
     assert fig.axes
     texts = {t.get_text() for t in fig.axes[0].texts}
     assert "16" in texts  # the root's count
+
+
+def test_the_release_carries_the_tree_its_report_draws() -> None:
+    release = anonymize(pd.DataFrame({"age": AGES}), "alphabetic", ["age"], k=2)
+    model = fit(AGES, k=2)
+    cut = release.cut_tree
+    assert cut is not None and cut.kind == "optimal"
+    np.testing.assert_array_equal(cut.owner, model.owner_)
+    np.testing.assert_array_equal(cut.counts, model.tree_.counts)
+    assert cut.symbol_values["age"].tolist() == sorted(set(AGES))
+    section = tree_section(release)  # from the release alone: no input table, no re-run
+    assert 'id="tree"' in section and "optimal tree over 15 distinct values" in section
+    plain = anonymize(pd.DataFrame({"age": AGES}), "mondrian", ["age"], k=2)
+    assert plain.cut_tree is None and tree_section(plain) == ""
 
 
 # -- command line -------------------------------------------------------------------------

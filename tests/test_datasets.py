@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from anonkit.data.table import Kind, encode
+from anonkit.data.encoding import encode
+from anonkit.data.schema import Kind
 from anonkit.datasets import (
     ADULT_QUASI_IDENTIFIERS,
     CENSUS_QUASI_IDENTIFIERS,

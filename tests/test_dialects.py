@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from anonkit.cli import main
-from anonkit.data.io import Dialect, read_arrow, read_table, table_columns
+from anonkit.data.read import Dialect, read_arrow, read_table, table_columns
 from anonkit.errors import InputError
 from anonkit.hierarchy import read_arx_hierarchy
 
@@ -371,7 +371,8 @@ def test_value_errors_name_the_file_line(tmp_path: Path) -> None:
     assert code == 2 and "line 12 of the file has 'x'" in output, output  # a blank line 1
     # the Python API keeps the DataFrame's row labels
     with pytest.raises(InputError, match=r"first rows: \[10\]"):
-        from anonkit.data.table import Schema, encode
+        from anonkit.data.encoding import encode
+        from anonkit.data.schema import Schema
 
         df = read_table(path)
         encode(df, Schema.from_roles(df, ["age", "tag"]))

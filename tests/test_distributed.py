@@ -24,11 +24,11 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from anonkit.algorithms.mondrian import Mondrian
 from anonkit.checker import bind_models, check, parse_model
 from anonkit.cli import main
-from anonkit.data.io import write_table
-from anonkit.data.table import Encoding, Schema, encode
+from anonkit.data.encoding import Encoding, encode
+from anonkit.data.schema import Schema
+from anonkit.data.write import write_table
 from anonkit.datasets import CENSUS_QUASI_IDENTIFIERS, make_census
 from anonkit.distributed import engine as engine_module
 from anonkit.distributed.check import check_parts, fit_sensitive_encoding
@@ -37,6 +37,7 @@ from anonkit.distributed.engine import DaskMondrian
 from anonkit.distributed.fragments import CutTree, build_cut_tree, merge_fragments
 from anonkit.distributed.source import source_parts
 from anonkit.errors import InputError, ModelNotMetError
+from anonkit.methods.mondrian import Mondrian
 from anonkit.models import KAnonymity
 from anonkit.models.base import Classes, SensitiveAttribute
 from anonkit.models.closeness import TCloseness

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from anonkit.data.table import EncodedColumn, EncodedTable, Encoding, Kind, Schema, encode
+from anonkit.data.encoding import EncodedColumn, EncodedTable, Encoding, encode
+from anonkit.data.schema import Kind, Schema
 from anonkit.errors import InputError
 from anonkit.hierarchy.base import Hierarchy
 from anonkit.models.base import Classes, SensitiveAttribute

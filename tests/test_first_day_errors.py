@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from anonkit.cli import main
-from anonkit.data.io import read_table
+from anonkit.data.read import read_table
 
 
 @pytest.fixture()

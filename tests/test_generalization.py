@@ -11,21 +11,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from anonkit.data.table import ColumnSpec, EncodedColumn, Kind, Role, encode_column
+from anonkit.data.encoding import EncodedColumn, encode_column
+from anonkit.data.schema import ColumnSpec, Kind, Role
 from anonkit.errors import InputError
 from anonkit.generalization import (
-    MISSING_LABEL,
     ColumnGeneralization,
     Form,
-    ParsedLabel,
-    covers,
     default_form,
     generalize_column,
-    parse_label,
     validate_form,
 )
 from anonkit.hierarchy import date_hierarchy, grouping_hierarchy, interval_hierarchy
 from anonkit.hierarchy.base import Hierarchy
+from anonkit.labels import MISSING_LABEL, ParsedLabel, covers, parse_label
 
 SETTINGS = settings(max_examples=50, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -496,7 +494,7 @@ def assert_label_codes_number_the_labels(g: ColumnGeneralization) -> None:
 def test_numeric_labels_are_exact() -> None:
     """Labels must cover the values they stand for: no rounding of bounds (1234567.5 is
     not "1.23457e+06"), no int64 overflow for huge values, no ambiguous "-" separator."""
-    from anonkit.algorithms.mondrian import Mondrian
+    from anonkit.methods.mondrian import Mondrian
 
     def labels(values: list[float]) -> list[str]:
         df = pd.DataFrame({"x": values, "s": ["a", "b"] * (len(values) // 2)})

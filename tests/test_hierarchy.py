@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from anonkit.data.table import Kind, Schema, encode
+from anonkit.data.encoding import encode
+from anonkit.data.schema import Kind, Schema
 from anonkit.errors import InputError
 from anonkit.hierarchy import (
     Hierarchy,

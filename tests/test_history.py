@@ -26,17 +26,15 @@ import pandas as pd
 import pytest
 import sqlalchemy as sa
 
+from anonkit import methods
+from anonkit._util.files import sha256_file
 from anonkit.errors import ConcurrentPublishError, HistoryError, InputError
-from anonkit.history.publish import (
-    PUBLISH_HOOKS,
-    PublishContext,
-    prepare_release,
-    publish,
-    register_method,
-    registered_methods,
-)
+from anonkit.history.engines import engine_for, register_engine
+from anonkit.history.engines.context import PublishContext
+from anonkit.history.publish import PUBLISH_HOOKS, prepare_release, publish
+from anonkit.history.schema import SCHEMA_VERSION, schema_table
 from anonkit.history.secret import SECRET_ENV, RecordHasher, canonical_keys
-from anonkit.history.store import HistoryStore, schema_table, sha256_file
+from anonkit.history.store import HistoryStore
 from anonkit.verify import verify_release
 from history_helpers import (
     churned_versions,
@@ -103,8 +101,6 @@ def test_a_new_sqlite_history_gets_a_private_secret_beside_it(tmp_path: Path) ->
 
 
 def test_a_new_history_has_the_current_format(history: HistoryTarget) -> None:
-    from anonkit.history.store import SCHEMA_VERSION
-
     with open_store(history) as store:
         inspector = sa.inspect(store.engine)
         assert {"anonkit_method_state", "anonkit_auxiliary"} <= set(
@@ -233,10 +229,10 @@ def test_a_release_records_what_an_adversary_sees(history: HistoryTarget,
 
 
 def _context(df: pd.DataFrame, sensitive: tuple[str, ...]) -> PublishContext:
-    from anonkit.data.table import Schema
+    from anonkit.data.schema import Schema
 
     schema = Schema.from_roles(df, ["age", "zip", "sex"], list(sensitive), ["pid"])
-    return PublishContext(None, "census", 1, schema, [], None)  # type: ignore[arg-type]
+    return PublishContext("census", 1, schema, [], None)
 
 
 def test_raw_keys_and_the_secret_never_enter_the_database(tmp_path: Path) -> None:
@@ -316,13 +312,11 @@ def test_unknown_dataset_and_release_are_clear_errors(history: HistoryTarget,
 
 
 def test_the_method_registry() -> None:
-    assert {"mondrian", "sorted-chunks"} <= set(registered_methods())
+    assert {"mondrian", "sorted-chunks"} <= set(methods.names())
     with pytest.raises(ValueError, match="already registered"):
-        register_method("mondrian", sorted_chunks)
-    from anonkit.history.publish import method_for
-
+        register_engine("mondrian", sorted_chunks)
     with pytest.raises(InputError, match=r"unknown release method 'nope'.*mondrian"):
-        method_for("nope")
+        engine_for("nope")
 
 
 # -- atomicity -----------------------------------------------------------------------------

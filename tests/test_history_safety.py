@@ -302,6 +302,7 @@ def test_a_read_only_store_refuses_to_write(tmp_path: Path) -> None:
 def test_a_crashing_audit_exits_1_never_0_or_3(tmp_path: Path, raised: str,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     from anonkit.history import attacks
+    from anonkit.jobs import history as history_jobs
 
     HistoryStore.open(tmp_path / "h.db", create=True).close()
 
@@ -310,7 +311,7 @@ def test_a_crashing_audit_exits_1_never_0_or_3(tmp_path: Path, raised: str,
             raise RuntimeError("a bug in the audit")
         raise attacks.CrossReleaseBreachError("raised by a bug, not by a finding")
 
-    monkeypatch.setattr(attacks, "audit", broken)
+    monkeypatch.setattr(history_jobs, "audit", broken)  # where the command's audit is called
     result = CliRunner().invoke(release_cli, ["audit", "--dataset", "census", "--history",
                                               str(tmp_path / "h.db")])
     assert result.exit_code == 1, result.output

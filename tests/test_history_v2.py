@@ -24,6 +24,7 @@ from anonkit.cli.release import release as release_cli
 from anonkit.errors import HistoryError
 from anonkit.history import secret as secret_module
 from anonkit.history.attacks import audit
+from anonkit.history.location import HistoryLocation
 from anonkit.history.migrations import (
     MIGRATION_HOOKS,
     V2_COLUMNS,
@@ -31,13 +32,9 @@ from anonkit.history.migrations import (
     v1_metadata,
     v1_requirements,
 )
+from anonkit.history.schema import SCHEMA_VERSION, schema_table
 from anonkit.history.secret import SECRET_ENV, SecretBesideHistoryWarning
-from anonkit.history.store import (
-    SCHEMA_VERSION,
-    HistoryStore,
-    HistoryUpgradedWarning,
-    schema_table,
-)
+from anonkit.history.store import HistoryStore, HistoryUpgradedWarning
 from anonkit.models.base import CrossReleaseRequirement
 from test_attacks import hand_release
 
@@ -452,8 +449,6 @@ def test_a_failed_postgres_upgrade_leaves_v1(postgres_server: TemporaryPostgres,
 
 
 def _location(url: str):  # type: ignore[no-untyped-def]
-    from anonkit.history.store import HistoryLocation
-
     return HistoryLocation.parse(url)
 
 

@@ -19,6 +19,7 @@ import pytest
 import sqlalchemy as sa
 
 from anonkit.errors import HistoryError
+from anonkit.history.crypto import decrypt_classes, decrypt_record_values, encrypt_record_values
 from anonkit.history.intersection import (
     class_intersection,
     intersection_attack,
@@ -26,21 +27,11 @@ from anonkit.history.intersection import (
     parse_spans,
 )
 from anonkit.history.migrations import MIGRATION_HOOKS
-from anonkit.history.store import (
-    SCHEMA_VERSION,
-    HistoryStore,
-    HistoryUpgradedWarning,
-    PreparedRelease,
-    decrypt_classes,
-    decrypt_record_values,
-    encrypt_record_values,
-    knowledge_table,
-    multisets,
-    record_entries,
-    record_map_from_rows,
-    record_maps_table,
-    records_table,
-)
+from anonkit.history.records import PreparedRelease
+from anonkit.history.rows import record_map_from_rows
+from anonkit.history.schema import SCHEMA_VERSION, knowledge_table, record_maps_table, records_table
+from anonkit.history.store import HistoryStore, HistoryUpgradedWarning
+from anonkit.history.summary import multisets, record_entries
 from anonkit.models.base import CrossReleaseRequirement
 from history_helpers import as_version_2, write_record_rows
 

@@ -14,15 +14,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from anonkit.data import io as anonkit_io
-from anonkit.data.io import (
-    atomic_write,
-    check_output_path,
-    read_table,
-    sniff_separator,
-    table_format,
-    write_table,
-)
+from anonkit._util.files import atomic_write, system_error, write_atomic
+from anonkit.data import read as anonkit_read
+from anonkit.data import write as anonkit_write
+from anonkit.data.read import read_table, sniff_separator, table_format
+from anonkit.data.write import check_output_path, write_table
 from anonkit.datasets import make_census
 from anonkit.errors import InputError
 from complexity import GROWTH_BOUND, growth
@@ -182,7 +178,7 @@ def test_type_changes_after_the_sampled_block(tmp_path: Path) -> None:
     rows = [f"{i},{i},{i},{i}" for i in range(n)]
     rows[-1] = "7,0042,1.5,text"
     path = write_bytes(tmp_path / "late.csv", ("a,b,c,d\n" + "\n".join(rows) + "\n").encode())
-    assert path.stat().st_size > anonkit_io._SAMPLE_BLOCK
+    assert path.stat().st_size > anonkit_read._SAMPLE_BLOCK
     df = read_table(path)
     assert df["a"].dtype == np.int64
     assert df["b"].dtype == object and df["b"].iloc[-1] == "0042" and df["b"].iloc[1] == "1"
@@ -193,13 +189,13 @@ def test_type_changes_after_the_sampled_block(tmp_path: Path) -> None:
 def test_integers_float64_cannot_hold_stay_text(tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     reads: list[object] = []
-    real_read = anonkit_io.pa_csv.read_csv
+    real_read = anonkit_read.pa_csv.read_csv
 
     def counted(*args: object, **kwargs: object) -> pa.Table:
         reads.append(args[0])
         return real_read(*args, **kwargs)
 
-    monkeypatch.setattr(anonkit_io.pa_csv, "read_csv", counted)
+    monkeypatch.setattr(anonkit_read.pa_csv, "read_csv", counted)
     path = write_bytes(tmp_path / "big.csv", (
         b"big,mixed,exact,neg,int,plain\n"
         b"12345678901234567891,1.5,100000000000000000000,-12345678901234567891,"
@@ -386,7 +382,7 @@ def test_failed_write_leaves_no_output_and_no_temp(tmp_path: Path,
         Path(str(path)).write_text("a,b\n1,")
         raise OSError("disk full")
 
-    monkeypatch.setattr(anonkit_io, "write_csv", half_then_fail)
+    monkeypatch.setattr(anonkit_write, "write_csv", half_then_fail)
     with pytest.raises(OSError, match="disk full"):
         write_table(pd.DataFrame({"a": [1]}), tmp_path / "out.csv")
     assert list(tmp_path.iterdir()) == []
@@ -401,7 +397,7 @@ def test_failed_write_keeps_the_previous_file(tmp_path: Path,
     def fail(*args: object, **kwargs: object) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(anonkit_io, "write_csv", fail)
+    monkeypatch.setattr(anonkit_write, "write_csv", fail)
     with pytest.raises(RuntimeError):
         write_table(pd.DataFrame({"a": [2]}), target)
     assert target.read_bytes() == before
@@ -446,6 +442,34 @@ def test_atomic_write_bad_destinations(tmp_path: Path) -> None:
             atomic_write(tmp_path / "missing" / "f.csv"):
         pass
     with pytest.raises(InputError, match="is a directory"), atomic_write(tmp_path):
+        pass
+
+
+def test_write_atomic_text_bytes_and_mode(tmp_path: Path) -> None:
+    target = tmp_path / "secret"
+    assert write_atomic(target, "é\n", mode=0o600) == target
+    assert target.read_bytes() == "é\n".encode() and stat.S_IMODE(target.stat().st_mode) == 0o600
+    write_atomic(target, b"\x00\x01")
+    assert target.read_bytes() == b"\x00\x01"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600  # an existing file keeps its mode
+    assert [p.name for p in tmp_path.iterdir()] == ["secret"]
+
+
+def test_write_atomic_exclusive_never_replaces(tmp_path: Path) -> None:
+    target = tmp_path / "h.secret"
+    write_atomic(target, "first", exclusive=True)
+    with pytest.raises(FileExistsError):
+        write_atomic(target, "second", exclusive=True)
+    assert target.read_text() == "first"
+    assert [p.name for p in tmp_path.iterdir()] == ["h.secret"]  # no temporary file left
+
+
+def test_atomic_write_refusal_is_the_callers(tmp_path: Path) -> None:
+    missing = tmp_path / "missing" / "f"
+    with pytest.raises(FileNotFoundError), atomic_write(missing, refuse=system_error):
+        pass
+    with pytest.raises(RuntimeError, match="no history here"), \
+            atomic_write(missing, refuse=lambda path, exc: RuntimeError("no history here")):
         pass
 
 
@@ -505,7 +529,7 @@ def test_csv_writer_quotes_what_it_must_and_reads_back(tmp_path: Path, sep: str)
         "sliced": pa.array(["pad", *awkward]).slice(1),
     })
     path = tmp_path / "w.csv"
-    anonkit_io.write_csv(table, path, sep)
+    anonkit_write.write_csv(table, path, sep)
     csv.field_size_limit(1 << 30)
     with open(path, newline="", encoding="utf-8") as fh:
         rows = list(csv.reader(fh, delimiter=sep))
@@ -546,10 +570,10 @@ def test_csv_writer_refuses_a_code_past_its_dictionary(tmp_path: Path) -> None:
 
 def test_csv_writer_writes_a_header_for_a_table_without_rows(tmp_path: Path) -> None:
     empty = pa.table({"a": pa.array([], pa.string()), "b": pa.array([], pa.int64())})
-    anonkit_io.write_csv(empty, tmp_path / "e.csv")
+    anonkit_write.write_csv(empty, tmp_path / "e.csv")
     assert (tmp_path / "e.csv").read_text() == "a,b\n"
     no_chunks = pa.table({"a": pa.chunked_array([], pa.string())})
-    anonkit_io.write_csv(no_chunks, tmp_path / "n.csv")
+    anonkit_write.write_csv(no_chunks, tmp_path / "n.csv")
     assert (tmp_path / "n.csv").read_text() == "a\n"
 
 
@@ -560,7 +584,7 @@ def test_csv_writer_keeps_row_order_across_blocks_and_chunks(tmp_path: Path) -> 
                                 for i in range(0, n, 7_000)])
     labels = pa.DictionaryArray.from_arrays(pa.array(numbers % 3, pa.int32()),
                                             pa.array(["x", "y,z", ""]))
-    anonkit_io.write_csv(pa.table({"n": chunked, "label": labels}), tmp_path / "b.csv")
+    anonkit_write.write_csv(pa.table({"n": chunked, "label": labels}), tmp_path / "b.csv")
     lines = (tmp_path / "b.csv").read_text().splitlines()
     assert len(lines) == n + 1
     cells = ["x", '"y,z"', '""']  # quoted where they must be
@@ -579,8 +603,8 @@ def test_csv_writer_direct_output_is_the_buffered_output(tmp_path: Path, direct_
                       "label": pa.DictionaryArray.from_arrays(
                           pa.array(np.arange(n) % 5, pa.int32()),
                           pa.array(["a", "bb,b", "c" * 300, 'd"d', ""]))})
-    monkeypatch.setattr(anonkit_io, "_DIRECT_ROWS", 10**12)
-    anonkit_io.write_csv(table, tmp_path / "buffered.csv")
+    monkeypatch.setattr(anonkit_write, "_DIRECT_ROWS", 10**12)
+    anonkit_write.write_csv(table, tmp_path / "buffered.csv")
     real_open = os.open
     refused: list[str] = []
 
@@ -591,9 +615,9 @@ def test_csv_writer_direct_output_is_the_buffered_output(tmp_path: Path, direct_
         return real_open(path, flags, *args)
 
     if direct_refused:
-        monkeypatch.setattr(anonkit_io.os, "open", open_refusing_direct)
-    monkeypatch.setattr(anonkit_io, "_DIRECT_ROWS", 0)
-    anonkit_io.write_csv(table, tmp_path / "direct.csv")
+        monkeypatch.setattr(anonkit_write.os, "open", open_refusing_direct)
+    monkeypatch.setattr(anonkit_write, "_DIRECT_ROWS", 0)
+    anonkit_write.write_csv(table, tmp_path / "direct.csv")
     buffered = (tmp_path / "buffered.csv").read_bytes()
     assert len(buffered) > (8 << 20) and len(buffered) % 4096  # > one stage, odd tail
     assert (tmp_path / "direct.csv").read_bytes() == buffered

@@ -30,17 +30,16 @@ from anonkit.history.knowledge import (
     knowledge_views,
 )
 from anonkit.history.publish import publish
-from anonkit.history.store import (
-    HistoryStore,
-    PreparedRelease,
-    ReleaseView,
-    multisets,
-    record_entries,
-)
+from anonkit.history.records import PreparedRelease, ReleaseView
+from anonkit.history.schema import knowledge_table
+from anonkit.history.store import HistoryStore
+from anonkit.history.summary import multisets, record_entries
 from history_helpers import churned_versions, make_request
 
-# the module (the package re-exports its function knowledge() under the same name)
-knowledge_module = importlib.import_module("anonkit.history.knowledge")
+# the modules whose names the tests replace: the engine (its propagation) and the kept
+# state (the fold that rebuilds the knowledge when none is kept)
+engine_module = importlib.import_module("anonkit.history.knowledge.engine")
+state_module = importlib.import_module("anonkit.history.knowledge.state")
 
 
 def release(seq: int, members: dict[str, int], values: dict[str, object], *,
@@ -404,7 +403,7 @@ def reference_propagate(low: np.ndarray, high: np.ndarray, atom: np.ndarray,
     alive = np.arange(len(low))
     size = atom_size.astype(np.float64).copy()
     rounds = 0
-    for rounds in range(1, knowledge_module._MAX_ROUNDS + 1):
+    for rounds in range(1, engine_module._MAX_ROUNDS + 1):
         cap = count[link_g] - (s_low[link_g] - low[link_e])
         floor = need[link_g] - (s_high[link_g] - high[link_e])
         hi2, lo2 = high.copy(), low.copy()
@@ -439,7 +438,7 @@ def test_compiled_propagation_matches_the_numpy_rule(monkeypatch: pytest.MonkeyP
     records that come and go), and random problems that mostly contradict themselves: the
     same bounds, sums, rounds and verdict."""
     calls = []
-    compiled = knowledge_module._propagate
+    compiled = engine_module._propagate
 
     def both(low, high, atom, atom_size, link_start, link_g, count, need, s_low, s_high):  # type: ignore[no-untyped-def]
         expected = reference_propagate(low, high, atom, atom_size, link_start, link_g,
@@ -453,7 +452,7 @@ def test_compiled_propagation_matches_the_numpy_rule(monkeypatch: pytest.MonkeyP
         return compiled(low, high, atom, atom_size, link_start, link_g, count, need, s_low,
                         s_high)
 
-    monkeypatch.setattr(knowledge_module, "_propagate", both)
+    monkeypatch.setattr(engine_module, "_propagate", both)
     for seed in range(8):
         knowledge_views(random_views(seed, n_releases=5))
     rng = np.random.default_rng(0)
@@ -519,7 +518,7 @@ def test_the_kept_knowledge_is_that_of_every_release(tmp_path: Path,
         def no_fold(*args: object) -> None:
             raise AssertionError("the audit rebuilt the knowledge")
 
-        monkeypatch.setattr(knowledge_module, "fold", no_fold)
+        monkeypatch.setattr(state_module, "fold", no_fold)
         kept = audit(store, "census", worst=1000).to_dict()
     kept.pop("row_wise_intersections")
     rebuilt.pop("row_wise_intersections")
@@ -538,8 +537,6 @@ def test_the_kept_knowledge_is_that_of_every_release(tmp_path: Path,
 
 def test_damaged_kept_knowledge_is_rebuilt_with_a_warning(tmp_path: Path) -> None:
     import sqlalchemy as sa
-
-    from anonkit.history.store import knowledge_table
 
     store, _ = _published(tmp_path)
     with store:

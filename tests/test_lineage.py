@@ -22,14 +22,9 @@ from anonkit.cli.release import release as release_cli
 from anonkit.errors import ConcurrentPublishError, HistoryError
 from anonkit.history.attacks import CrossReleaseBreachError, audit
 from anonkit.history.publish import LineageError, publish
-from anonkit.history.store import (
-    HistoryStore,
-    HistoryUpgradedWarning,
-    RecordMap,
-    ReleaseInfo,
-    record_maps_table,
-    records_table,
-)
+from anonkit.history.records import RecordMap, ReleaseInfo
+from anonkit.history.schema import record_maps_table, records_table
+from anonkit.history.store import HistoryStore, HistoryUpgradedWarning
 from history_helpers import as_version_2, history_state, make_request, write_record_rows
 from test_attacks import WARD, WARD_1, WARD_2
 from test_history_v3 import release as hand_release

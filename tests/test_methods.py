@@ -103,7 +103,7 @@ def test_the_methods_command_lists_methods_and_options() -> None:
 def test_an_option_of_another_method_is_refused(table: Path, tmp_path: Path) -> None:
     toy = methods.Method("toy", "a test method", "generalized", sequential=False,
                          threat_model="one-shot", options=(methods.K,),
-                         anonymize=lambda df, schema, options: None)  # type: ignore[arg-type,return-value]
+                         function=lambda df, schema, options, progress=None: None)  # type: ignore[arg-type,return-value]
     methods.register(toy, replace=True)
     try:
         code, output = run("anonymize", table, "-o", tmp_path / "r.csv", "--qi", "age",
@@ -114,7 +114,7 @@ def test_an_option_of_another_method_is_refused(table: Path, tmp_path: Path) -> 
                            "--method", "nope")
         assert code == 2 and "unknown method 'nope'" in output
     finally:
-        methods._REGISTRY.pop("toy")
+        methods.unregister("toy")
 
 
 @pytest.mark.parametrize(("line", "message"), [

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from anonkit.data.table import Kind, Schema, encode
+from anonkit.data.encoding import encode
+from anonkit.data.schema import Kind, Schema
 from anonkit.errors import InputError
 from anonkit.generalization import Form, generalize_column
 from anonkit.hierarchy.base import Hierarchy
@@ -308,9 +309,9 @@ def test_gcp_properties(case, suppressed: int) -> None:
 # -- end to end: what Mondrian stores ------------------------------------------------------
 
 def test_mondrian_result_metrics() -> None:
-    from anonkit.algorithms.mondrian import Mondrian
-    from anonkit.checker import group_rows
+    from anonkit._util.grouping import group_rows
     from anonkit.datasets import load_adult
+    from anonkit.methods.mondrian import Mondrian
 
     data = load_adult().data.head(3000)
     qis = ["age", "sex", "race", "education", "marital-status"]

@@ -147,7 +147,7 @@ def test_option_errors(text: str, message: str) -> None:
 
 # -- m-uniqueness and the key table --------------------------------------------------------
 
-@pytest.mark.parametrize("text", ["m=4", "m-unique=4", "M_Unique = 4", "m=4.0"])
+@pytest.mark.parametrize("text", ["m=4", "m-unique=4", "M_Unique = 4"])
 def test_m_uniqueness_keys(text: str) -> None:
     model = parse_model(text, "disease")
     assert type(model) is MUniqueness and model.parameters == {"m": 4}
@@ -157,6 +157,9 @@ def test_m_uniqueness_keys(text: str) -> None:
 @pytest.mark.parametrize("text, message", [
     ("m=0", "m must be a whole number >= 1"),
     ("m=2.5", "m must be a whole number"),
+    # a whole number is written as one, in a model text as on the command line (-m 4.0)
+    ("m=4.0", "m must be a whole number >= 1, got 4.0"),
+    ("k=1e1", "k must be a whole number >= 1, got 10.0"),
     ("m=", "'' is not a number"),
 ])
 def test_m_uniqueness_text_errors(text: str, message: str) -> None:

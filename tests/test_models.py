@@ -14,7 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from anonkit.data.table import ColumnSpec, Kind, Role, encode_column
+from anonkit.data.encoding import encode_column
+from anonkit.data.schema import ColumnSpec, Kind, Role
 from anonkit.errors import InputError
 from anonkit.hierarchy.base import Hierarchy
 from anonkit.models import (

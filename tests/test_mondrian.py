@@ -29,17 +29,20 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from anonkit.algorithms.mondrian import Mondrian
-from anonkit.checker import check, group_rows
-from anonkit.data.io import read_table
-from anonkit.data.table import Schema, encode
+from anonkit._util.grouping import group_rows
+from anonkit.checker import check
+from anonkit.data.encoding import encode
+from anonkit.data.read import read_table
+from anonkit.data.schema import Schema
 from anonkit.datasets import load_adult, make_census
 from anonkit.errors import InputError, ModelNotMetError
 from anonkit.hierarchy import date_hierarchy, grouping_hierarchy, interval_hierarchy
 from anonkit.hierarchy.base import Hierarchy
+from anonkit.methods.mondrian import Mondrian
 from anonkit.models import KAnonymity, SensitiveAttribute, Verdict
 from anonkit.partition import Partition
 from anonkit.release import Release
+from anonkit.verify import write_release
 from complexity import GROWTH_BOUND, growth
 
 pycanon = pytest.importorskip("pycanon.anonymity")
@@ -101,7 +104,7 @@ def algorithm_partition(mondrian: Mondrian, df: pd.DataFrame, schema: Schema) ->
     """The partition ``anonymize`` released, recomputed: the algorithm's own classes,
     before partitions whose labels coincide merge into one released class."""
     table = encode(df, schema, allow_missing=mondrian.allow_missing)
-    models = mondrian._resolved_models(
+    models = mondrian.resolved_models(
         [SensitiveAttribute.from_encoded(c) for c in table.sensitive])
     return mondrian.partition(table, models)
 
@@ -623,18 +626,18 @@ def test_write_refuses_a_failing_result(tmp_path: Path) -> None:
     out = tmp_path / "release.csv"
     result = failing_result()
     with pytest.raises(ModelNotMetError, match="k-anonymity"):
-        result.write(out)
+        write_release(result, out)
     assert not out.exists()
     assert list(tmp_path.iterdir()) == []
     # the boundary evaluates the models itself: verdicts the method made up do not count
     result.verdicts = [dataclasses.replace(result.verdicts[0], passed=True)]
     with pytest.raises(ModelNotMetError, match="k-anonymity"):
-        result.write(out)
+        write_release(result, out)
     # a result that claims no model is refused too (fail closed)
     result.models = []
     result.verification = None
     with pytest.raises(ModelNotMetError, match="declares no privacy model"):
-        result.write(out)
+        write_release(result, out)
     assert not out.exists()
 
 
@@ -644,28 +647,28 @@ def test_write_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     out = tmp_path / "release.csv"
     out.write_text("old content\n")
 
-    from anonkit.data import io as anonkit_io
+    from anonkit.data import write as anonkit_write
 
-    real_write = anonkit_io.write_csv
+    real_write = anonkit_write.write_csv
 
     def half_then_crash(table: object, where: object, *args: object, **kw: object) -> None:
         Path(str(where)).write_text("age,s\n[23-25],")
         raise OSError("disk full")
 
-    monkeypatch.setattr(anonkit_io, "write_csv", half_then_crash)
+    monkeypatch.setattr(anonkit_write, "write_csv", half_then_crash)
     with pytest.raises(OSError, match="disk full"):
-        result.write(out)
+        write_release(result, out)
     assert out.read_text() == "old content\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["release.csv"]
 
-    monkeypatch.setattr(anonkit_io, "write_csv", real_write)
-    assert result.write(out) == out
+    monkeypatch.setattr(anonkit_write, "write_csv", real_write)
+    assert write_release(result, out) == out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["release.csv"]
     back = read_table(out)
     assert back["age"].tolist() == result.data["age"].astype(str).tolist()
     assert back["s"].tolist() == df["s"].tolist()
     parquet = tmp_path / "release.parquet"
-    result.write(parquet)
+    write_release(result, parquet)
     assert read_table(parquet)["age"].tolist() == back["age"].tolist()
 
 
@@ -676,13 +679,13 @@ def test_write_checks_the_data_not_the_verdicts(tmp_path: Path) -> None:
     result = Mondrian(k=2).anonymize(df, ["age"], "s")
     failed = Verdict("k-anonymity", {"k": 2}, False, 1.0, 2.0, 0, 1, 1, 4)
     result.verdicts = [*result.verdicts, failed]
-    result.write(tmp_path / "x.csv")
+    write_release(result, tmp_path / "x.csv")
     assert len(result.verdicts) == 1 and result.passed
     tampered = result.data.astype({"age": object})
     tampered.loc[0, "age"] = "[0-200]"  # a class of one
     result.data = tampered
     with pytest.raises(ModelNotMetError, match="k-anonymity"):
-        result.write(tmp_path / "y.csv")
+        write_release(result, tmp_path / "y.csv")
     assert not (tmp_path / "y.csv").exists()
 
 

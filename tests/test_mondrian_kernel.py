@@ -10,9 +10,9 @@ import pytest
 import anonkit.algorithms.mondrian as mondrian
 from anonkit.algorithms import _mondrian_c
 from anonkit.algorithms import _mondrian_kernel as kernel
-from anonkit.algorithms.mondrian import Mondrian
-from anonkit.data.table import EncodedTable, encode
+from anonkit.data.encoding import EncodedTable, encode
 from anonkit.datasets import make_census
+from anonkit.methods.mondrian import Mondrian
 from anonkit.models import KAnonymity
 from anonkit.partition import Partition
 

@@ -25,7 +25,7 @@ from anonkit.history.possible import (
     settle,
     structure,
 )
-from anonkit.history.store import ReleaseView
+from anonkit.history.records import ReleaseView
 from test_knowledge import classes_and_bags, pid, release
 
 VALUES = ["x", "y", "z"]

@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from anonkit.algorithms.mondrian import Mondrian
 from anonkit.checker import check
 from anonkit.datasets import load_adult, make_census
+from anonkit.methods.mondrian import Mondrian
 from anonkit.report import render_check_report, render_report
 from complexity import GROWTH_BOUND, growth
 

@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from anonkit.data.table import ColumnSpec, EncodedColumn, Kind, Role, encode_column, infer_kind
+from anonkit.data.encoding import EncodedColumn, encode_column
+from anonkit.data.schema import ColumnSpec, Kind, Role, infer_kind
 from anonkit.errors import InputError
 
 

@@ -16,6 +16,7 @@ from click.testing import CliRunner, Result
 from anonkit.cli.release import release
 from anonkit.history.chain import TamperedHistoryError
 from anonkit.history.publish import publish
+from anonkit.history.schema import schema_table
 from anonkit.history.store import HistoryStore
 from history_helpers import churned_versions, make_request
 
@@ -170,7 +171,6 @@ def test_a_stolen_history_does_not_follow_anyone(history: Path) -> None:
     import numpy as np
 
     from anonkit.history.secret import Secret
-    from anonkit.history.store import schema_table
 
     with HistoryStore.open(history / "h.db", secret_file=history / "h.secret",
                            read_only=True) as store:

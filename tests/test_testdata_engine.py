@@ -256,7 +256,7 @@ def test_cli_writes_the_release_and_the_report(tmp_path: Path) -> None:
     import sys
 
     from anonkit.cli import main
-    from anonkit.data.io import read_table
+    from anonkit.data.read import read_table
 
     sys.path.insert(0, str(Path(__file__).parent))
     from subjects.generators import shipping

@@ -1,13 +1,20 @@
 """anonkit: privacy-preserving data publishing with a release history.
 
-The main entry points::
+The main entry points (:mod:`anonkit.jobs`, what the command line runs)::
 
     import anonkit
     adult = anonkit.load_adult()
-    result = anonkit.Mondrian(k=10, models=["l=2"]).anonymize(
-        adult.data, adult.quasi_identifiers, sensitive=adult.sensitive)
-    result.write("release.csv")                       # refused unless every model holds
-    anonkit.check(result.data, adult.quasi_identifiers, adult.sensitive, ["k=10", "l=2"])
+    release = anonkit.anonymize(adult.data, "mondrian",
+                                quasi_identifiers=adult.quasi_identifiers,
+                                sensitive=adult.sensitive, insensitive="*", k=10, l=2)
+    anonkit.write_release(release, "release.csv")     # refused unless every model holds
+    anonkit.check(release.data, adult.quasi_identifiers, adult.sensitive, ["k=10", "l=2"])
+
+    with anonkit.History("history.db") as history:    # a changing table, release after release
+        history.publish(df, dataset="census", key="id", output="r1.csv",
+                        method="m-invariance", quasi_identifiers=["age", "zip"],
+                        sensitive=["disease"], insensitive="*", m=3)
+        history.audit("census")
 
 Everything but the errors is imported on first use, so ``import anonkit`` (and the command
 line's start) stays quick.
@@ -23,26 +30,29 @@ from anonkit.errors import AnonkitError, InputError, ModelNotMetError
 __version__ = "0.1.0"
 
 _LAZY = {
+    "anonymize": ("anonkit.jobs", "anonymize"),
+    "History": ("anonkit.jobs", "History"),
     "Hierarchy": ("anonkit.hierarchy", "Hierarchy"),
     "read_arx_hierarchy": ("anonkit.hierarchy", "read_arx_hierarchy"),
-    "ColumnSpec": ("anonkit.data.table", "ColumnSpec"),
-    "Kind": ("anonkit.data.table", "Kind"),
-    "Role": ("anonkit.data.table", "Role"),
-    "Schema": ("anonkit.data.table", "Schema"),
+    "ColumnSpec": ("anonkit.data.schema", "ColumnSpec"),
+    "Kind": ("anonkit.data.schema", "Kind"),
+    "Role": ("anonkit.data.schema", "Role"),
+    "Schema": ("anonkit.data.schema", "Schema"),
     "check": ("anonkit.checker", "check"),
-    "parse_model": ("anonkit.checker", "parse_model"),
+    "parse_model": ("anonkit.models.text", "parse_model"),
     "CheckReport": ("anonkit.checker", "CheckReport"),
-    "Mondrian": ("anonkit.algorithms.mondrian", "Mondrian"),
+    "Mondrian": ("anonkit.methods.mondrian", "Mondrian"),
     "Release": ("anonkit.release", "Release"),
     "ReleaseKind": ("anonkit.release", "ReleaseKind"),
     "Provenance": ("anonkit.release", "Provenance"),
     "ThreatModel": ("anonkit.release", "ThreatModel"),
     "Partition": ("anonkit.partition", "Partition"),
     "verify_release": ("anonkit.verify", "verify_release"),
+    "write_release": ("anonkit.verify", "write_release"),
     "load_adult": ("anonkit.datasets", "load_adult"),
     "make_census": ("anonkit.datasets", "make_census"),
-    "read_table": ("anonkit.data.io", "read_table"),
-    "write_table": ("anonkit.data.io", "write_table"),
+    "read_table": ("anonkit.data.read", "read_table"),
+    "write_table": ("anonkit.data.write", "write_table"),
     "render_report": ("anonkit.report", "render_report"),
 }
 

@@ -1,9 +1,11 @@
 """The steps every generalizing method shares after its own partition step.
 
-A one-shot method is encode -> partition -> generalize -> assemble -> verify -> metrics; an
-algorithm implements its partition step only (e.g. :meth:`Mondrian.partition`) and hands
-the :class:`~anonkit.partition.Partition` to :func:`generalized_release`, which does the
-rest the same way for every method.
+A one-shot method is encode -> partition -> generalize -> assemble -> verify -> measure;
+an algorithm implements its partition step only (e.g.
+:func:`anonkit.algorithms.mondrian.partition`) and the method hands the
+:class:`~anonkit.partition.Partition` to :func:`generalized_release`, which generalizes,
+assembles and verifies the same way for every method; the method then measures the
+release (:mod:`anonkit.metrics`) from what this returns.
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ from contextlib import AbstractContextManager, nullcontext
 
 import pandas as pd
 
-from anonkit.data.table import EncodedTable, Schema
-from anonkit.generalization import Form, generalize_columns
+from anonkit.data.encoding import EncodedTable
+from anonkit.data.schema import Schema
+from anonkit.generalization import ColumnGeneralization, Form, generalize_columns
 from anonkit.models.base import PrivacyModel
 from anonkit.partition import Partition
 from anonkit.release import Release, ReleaseKind, ThreatModel
+from anonkit.verify import verify_release
 
 #: Told each step of a long run as it happens: called with the step's name ("encoding",
 #: "partitioning", "generalizing", "verifying") and the rows it works on, it returns a
@@ -35,13 +39,11 @@ def generalized_release(df: pd.DataFrame, table: EncodedTable, partition: Partit
                         method: str, parameters: dict[str, object],
                         timings: dict[str, float] | None = None,
                         threat_model: ThreatModel = ThreatModel.ONE_SHOT,
-                        progress: Progress | None = None) -> Release:
+                        progress: Progress | None = None
+                        ) -> tuple[Release, list[ColumnGeneralization]]:
     """Generalize every quasi-identifier over ``partition``'s classes, assemble the
-    released table (row ``i`` is input row ``i``), verify it as an adversary groups it,
-    and measure it."""
-    from anonkit.metrics import release_metrics
-    from anonkit.verify import verify_release
-
+    released table (row ``i`` is input row ``i``) and verify it as an adversary groups it.
+    Returns the release and each column's generalization (what its measures need)."""
     step = progress or no_progress
     timings = {} if timings is None else timings
     t0 = time.perf_counter()
@@ -55,15 +57,9 @@ def generalized_release(df: pd.DataFrame, table: EncodedTable, partition: Partit
         release = Release(data, partition.class_ids(), pd.DataFrame(), [], {}, table.schema,
                           method, parameters, timings, kind=ReleaseKind.GENERALIZED,
                           models=list(models), threat_model=threat_model)
-        report = verify_release(release)
-    assert report is not None
+        verify_release(release)
     timings["verify"] = time.perf_counter() - t0
-
-    t0 = time.perf_counter()
-    release.metrics = release_metrics(generalized, partition.sizes, report.class_sizes,
-                                      k=max(m.min_class_size() for m in models))
-    timings["metrics"] = time.perf_counter() - t0
-    return release
+    return release, list(generalized)
 
 
 def release_table(df: pd.DataFrame, schema: Schema,

@@ -8,7 +8,7 @@ own — rows missing a QI form classes with each other, they are not dropped (py
 them, which can hide a class of one). Grouping is vectorised: one ``pd.factorize`` per
 column, the codes combined column by column and re-factorized.
 
-The sensitive column is encoded with :func:`anonkit.data.table.encode_column` (kind inferred
+The sensitive column is encoded with :func:`anonkit.data.encoding.encode_column` (kind inferred
 like everywhere else: numeric, date, or categorical), so models see it exactly as they do
 inside the algorithms. Its whole-table distribution is the reference for t-closeness,
 δ-disclosure and β-likeness.
@@ -16,15 +16,17 @@ inside the algorithms. Its whole-table distribution is the reference for t-close
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
+from anonkit._util.grouping import group_rows
+from anonkit._util.numbers import json_number
 from anonkit._util.options import as_list
-from anonkit.data.table import ColumnSpec, Kind, Role, check_column_names, encode_column
+from anonkit.data.encoding import encode_column
+from anonkit.data.schema import ColumnSpec, Kind, Role, check_column_names
 from anonkit.errors import InputError
 from anonkit.hierarchy.base import Hierarchy
 from anonkit.models.base import (
@@ -32,6 +34,7 @@ from anonkit.models.base import (
     PrivacyModel,
     SensitiveAttribute,
     Verdict,
+    bind_models,
 )
 from anonkit.models.text import MODEL_SYNTAX, parse_model
 
@@ -163,100 +166,6 @@ def check(
                        first_row, group_column)
 
 
-def bind_models(models: Sequence[PrivacyModel],
-                attributes: Sequence[SensitiveAttribute]) -> list[PrivacyModel]:
-    """One model per (model, sensitive attribute) it concerns, each validated against its
-    attribute: a model that names no attribute applies to every sensitive column."""
-    by_name = {a.name: a for a in attributes}
-    sens = list(by_name)
-    bound: list[PrivacyModel] = []
-    for model in models:
-        if not model.needs_sensitive:
-            bound.append(model)
-            continue
-        if not sens:
-            raise InputError(f"{model.title()} needs a sensitive attribute; "
-                             f"name the sensitive column (sensitive=... / --sensitive)")
-        if model.attribute is not None:
-            if model.attribute not in by_name:
-                raise InputError(f"{model.title()} concerns "
-                                 f"{model.attribute!r}, which is not among the sensitive "
-                                 f"columns given ({', '.join(sens)})")
-            targets = [model.attribute]
-        else:
-            targets = sens
-        for name in targets:
-            copy_ = copy.copy(model)
-            copy_.attribute = name
-            copy_.check_attribute(by_name[name])
-            bound.append(copy_)
-    return bound
-
-
-def group_rows(df: pd.DataFrame, columns: Sequence[str]) -> tuple[np.ndarray, int, np.ndarray]:
-    """Equivalence classes of ``df`` by exact equality of the ``columns`` tuple.
-
-    Returns one class id per row (classes numbered in order of first appearance), the
-    number of classes, and each class's first row position. Missing values are a value
-    of their own (``use_na_sentinel=False``), so they are grouped, never dropped.
-    """
-    return group_codes([_value_codes(df[name]) for name in columns], len(df))
-
-
-def _value_codes(column: pd.Series) -> tuple[np.ndarray, int]:
-    """Per row, a code for its value in ``0 .. n_values - 1``; and ``n_values``."""
-    if isinstance(column.dtype, pd.CategoricalDtype):  # its codes already are codes
-        codes = column.cat.codes.to_numpy()
-        n_values = len(column.cat.categories)
-    else:
-        codes, uniques = pd.factorize(column, use_na_sentinel=False)
-        n_values = len(uniques)
-    # a Categorical (and some extension dtypes, e.g. Arrow dictionaries) gives -1 for a
-    # missing value: make it a value of its own, past the others
-    if len(codes) and codes.min() < 0:
-        codes = np.where(codes < 0, n_values, codes)
-        n_values += 1
-    return codes, n_values
-
-
-def group_codes(columns: Sequence[tuple[np.ndarray, int]],
-                n_rows: int) -> tuple[np.ndarray, int, np.ndarray]:
-    """:func:`group_rows` for columns given as (codes in ``0 .. n_values - 1``, n_values):
-    the codes are combined column by column into one number per row, then factorized."""
-    key = np.zeros(n_rows, dtype=np.int64)
-    span = 1  # keys are < span
-    for codes, n_values in columns:
-        if span * n_values >= 2**62:  # compact the keys before they could overflow
-            key, distinct = pd.factorize(key, size_hint=_groups_hint(span, n_rows))
-            span = len(distinct)
-        key *= n_values
-        key += codes
-        span *= n_values
-    return first_appearances(key, size_hint=_groups_hint(span, n_rows))
-
-
-def first_appearances(values: np.ndarray, size_hint: int | None = None
-                      ) -> tuple[np.ndarray, int, np.ndarray]:
-    """(per element, the index of its value among the distinct values numbered in order of
-    first appearance; how many distinct values; the position of each one's first
-    appearance). ``size_hint``: the expected number of distinct values."""
-    ids, distinct = pd.factorize(values, size_hint=size_hint)
-    ids = ids.astype(np.int64, copy=False)
-    # in first-appearance order an element opens a value exactly when its id exceeds all
-    # before it
-    running = np.maximum.accumulate(ids)
-    opens = np.empty(len(ids), dtype=bool)
-    opens[:1] = True
-    np.greater(running[1:], running[:-1], out=opens[1:])
-    return ids, len(distinct), np.flatnonzero(opens)
-
-
-def _groups_hint(span: int, n_rows: int) -> int:
-    """How many groups to size the hash table for: a table with room for a group per row
-    is slow to fill when groups hold several rows, and it grows when need be."""
-    return max(1, min(span, n_rows, max(n_rows // 8, 2**17)))
-
-
 def _as_models(models: Sequence[PrivacyModel | str] | PrivacyModel | str) -> list[PrivacyModel]:
     if isinstance(models, (str, PrivacyModel)):
         models = [models]
@@ -312,7 +221,5 @@ def _plain(value: object) -> object:
         return None
     if isinstance(value, pd.Timestamp):
         return value.isoformat()
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
+    return json_number(value)
 

@@ -9,12 +9,11 @@ quasi-identifier gets one released value per class, in one of these forms:
 - ``prefix``: the common prefix of the values, the rest masked: ``801**``;
 - ``mean`` / ``median``: microaggregation of a numeric column (values replaced by one number).
 
-Labels read back unambiguously (:func:`parse_label`, :func:`covers`): a class whose values
-are all missing is released as an empty field; the bare word ``missing`` inside a label
-(``{a,missing}``, ``[20-29] or missing``) stands for a missing cell, and a value that
-could be misread (one holding ``,``, ``{``, ``}`` or ``"`` inside a set, the text
-``missing``, a value starting with ``{``, ``[`` or ``"``) is quoted as in CSV:
-``{"a,b",c}``, ``{"missing",x}``.
+Labels are written, and read back, by :mod:`anonkit.labels` (:func:`parse_label`,
+:func:`covers`): a class whose values are all missing is released as an empty field; the
+bare word ``missing`` inside a label (``{a,missing}``, ``[20-29] or missing``) stands for a
+missing cell, and a value that could be misread is quoted as in CSV: ``{"a,b",c}``,
+``{"missing",x}``.
 
 Labels are built once per distinct label, never per row: classes are keyed by what their
 label depends on (lowest and highest code, set of codes, ...) and each distinct key is
@@ -34,17 +33,14 @@ from enum import StrEnum
 import numpy as np
 import pandas as pd
 
+from anonkit._util.grouping import first_appearances
+from anonkit._util.numbers import exact_numbers
 from anonkit._util.parallel import on_all_cores
-from anonkit.checker import first_appearances
-from anonkit.data.table import EncodedColumn, Kind, code_type_for
+from anonkit.data.encoding import EncodedColumn, code_type_for
+from anonkit.data.schema import Kind
 from anonkit.errors import InputError
+from anonkit.labels import MISSING_LABEL, or_missing, quote_alone, range_labels, set_labels
 from anonkit.partition import Partition, runs
-
-#: inside a label, the word for a missing cell (a class of missing cells only is released
-#: as an empty field)
-MISSING_LABEL = "missing"
-_OR_MISSING = f" or {MISSING_LABEL}"
-
 
 
 class Form(StrEnum):
@@ -210,16 +206,11 @@ def _ranges(column: EncodedColumn, grouped: np.ndarray, starts: np.ndarray, lo: 
         labels = quote_alone(_value_text(column, key_lo))
         many = key_lo != key_hi
         if many.any():
-            low = _quote(_value_text(column, key_lo[many]), _RANGE_BOUND_SPECIAL).astype(str)
-            high = _quote(_value_text(column, key_hi[many]), _RANGE_BOUND_SPECIAL).astype(str)
-            # "[20-29]" unless a bound holds a "-" itself (dates, negatives, 1e-05)
-            has_dash = (np.char.find(low, "-") >= 0).any() or \
-                (np.char.find(high, "-") >= 0).any()
-            sep = ", " if column.kind is Kind.DATE or has_dash else "-"
-            labels[many] = np.char.add(np.char.add(np.char.add("[", low), sep),
-                                       np.char.add(high, "]")).astype(object)
+            labels[many] = range_labels(_value_text(column, key_lo[many]),
+                                        _value_text(column, key_hi[many]),
+                                        dates=column.kind is Kind.DATE)
         labels[key_state == 2] = None
-        labels[key_state == 1] = [lab + _OR_MISSING for lab in labels[key_state == 1]]
+        labels[key_state == 1] = or_missing(labels[key_state == 1])
         return labels
 
     return _labels_by_key((safe_lo * card + safe_hi) * 3 + state, label_of), loss
@@ -328,188 +319,9 @@ def _code_weights(card: int, seed: int) -> np.ndarray:
 
 
 def _set_labels(column: EncodedColumn, member: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-    """Per set, its label: the value alone, or ``{a,b,c}``, from the members' codes set
-    after set and the sets' sizes; None for the set of the missing cell alone. Joined in
-    Arrow: no Python string per member."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    # each value's text as it stands alone or inside a set, opening one and closing one
-    card = column.cardinality
-    inside = _quote(_value_text(column), _SET_MEMBER_SPECIAL)
-    if column.missing_code >= 0:
-        inside[column.missing_code] = MISSING_LABEL
-    alone = quote_alone(_value_text(column))
-    pieces = pa.array(np.concatenate([alone, inside, "{" + inside, inside + "}"]),
-                      type=pa.string())
-    piece = member.astype(np.int64)
-    first = np.cumsum(sizes) - sizes
-    several = sizes > 1
-    piece += card * np.repeat(several, sizes)
-    piece[first[several]] += card
-    piece[(first + sizes - 1)[several]] += 2 * card
-    offsets = pa.array(np.append(first, len(member)).astype(np.int32))
-    labels = pc.binary_join(pa.ListArray.from_arrays(offsets, pieces.take(piece)), ",")
-    labels = labels.to_numpy(zero_copy_only=False).astype(object)
-    if column.missing_code >= 0:
-        labels[(sizes == 1) & (member[first] == column.missing_code)] = None
-    return labels
-
-
-# -- reading labels back ---------------------------------------------------------------------
-
-#: a set member holding one of these, or spelled ``missing``, is quoted
-_SET_MEMBER_SPECIAL = r'[,{}"]|^$|^missing$|^\s|\s$'
-#: a range bound holding one of these is quoted (ordinal values are text)
-_RANGE_BOUND_SPECIAL = r'[,\[\]"]|^$|^missing$|^\s|\s$'
-#: a value released alone is quoted when it would read as a set, a range, a quoted value or
-#: "value or missing"
-_ALONE_SPECIAL = r'^[\[{"]|^$|^\s|\s$| or missing$'
-
-
-def _quote(text: np.ndarray, special: str) -> np.ndarray:
-    """``text`` with the entries matching ``special`` quoted as in CSV (``"`` doubled);
-    None entries stay None."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    out = np.asarray(text, dtype=object).copy()
-    texts = pa.array(out, type=pa.string())
-    hit = pc.fill_null(pc.match_substring_regex(texts, special), False)
-    for i in np.flatnonzero(hit.to_numpy(zero_copy_only=False)):
-        out[i] = '"' + out[i].replace('"', '""') + '"'
-    return out
-
-
-def quote_alone(text: np.ndarray) -> np.ndarray:
-    """Value texts as released alone: quoted where they would be misread as another form."""
-    return _quote(text, _ALONE_SPECIAL)
-
-
-@dataclass(frozen=True)
-class ParsedLabel:
-    """What a released label says: the values it stands for (``values``, for a value or a
-    set), or an interval (``low``, ``high``, as texts), and whether a missing cell is
-    among them. Other labels (hierarchy nodes, prefixes, numbers) read as a single
-    ``values`` entry: their meaning needs the hierarchy or the form."""
-
-    values: tuple[str, ...] = ()
-    low: str | None = None
-    high: str | None = None
-    missing: bool = False
-
-    @property
-    def is_range(self) -> bool:
-        return self.low is not None
-
-
-def _split_members(body: str, label: str) -> list[str]:
-    """The comma-separated members of a set label's inside, unquoting quoted ones."""
-    members: list[str] = []
-    i, n = 0, len(body)
-    while i <= n:
-        if i < n and body[i] == '"':
-            j, piece = i + 1, []
-            while True:
-                k = body.find('"', j)
-                if k < 0:
-                    raise ValueError(f"unterminated quote in label {label!r}")
-                piece.append(body[j:k])
-                if body.startswith('""', k):
-                    piece.append('"')
-                    j = k + 2
-                    continue
-                i = k + 1
-                break
-            members.append("".join(piece))
-            if i < n and body[i] != ",":
-                raise ValueError(f"text after a quoted member in label {label!r}")
-        else:
-            k = body.find(",", i)
-            k = n if k < 0 else k
-            piece_text = body[i:k]
-            members.append(MISSING if piece_text == MISSING_LABEL else piece_text)
-            i = k
-        i += 1
-    return members
-
-
-#: what :func:`_split_members` gives for the bare word ``missing`` (a missing cell)
-MISSING = object()
-
-
-def _unquote_alone(text: str, label: str) -> str:
-    if text.startswith('"'):
-        if len(text) < 2 or not text.endswith('"') or '"' in text[1:-1].replace('""', ""):
-            raise ValueError(f"malformed quoted value in label {label!r}")
-        return text[1:-1].replace('""', '"')
-    return text
-
-
-def parse_label(label: object) -> ParsedLabel:
-    """Read a released label back (the inverse of the labelling above): a missing cell,
-    a value, a set ``{a,"b,c",missing}``, a range ``[lo-hi]`` / ``[lo, hi]``, each
-    possibly followed by `` or missing``. Raises ValueError on a malformed label."""
-    if label is None or (isinstance(label, float) and np.isnan(label)) or label is pd.NA:
-        return ParsedLabel(missing=True)
-    text = str(label)
-    missing = False
-    if text.endswith(_OR_MISSING) and not (text.startswith('"') and text.endswith('"')):
-        text, missing = text[:-len(_OR_MISSING)], True
-    if text.startswith("{") and text.endswith("}") and len(text) >= 2:
-        members = _split_members(text[1:-1], str(label))
-        values = tuple(m for m in members if m is not MISSING)
-        return ParsedLabel(values=values, missing=missing or len(values) < len(members))
-    if text.startswith("[") and text.endswith("]"):
-        body = text[1:-1]
-        low, sep, high = _split_bounds(body)
-        if sep:
-            return ParsedLabel(low=_unquote_alone(low, str(label)),
-                               high=_unquote_alone(high, str(label)), missing=missing)
-    return ParsedLabel(values=(_unquote_alone(text, str(label)),), missing=missing)
-
-
-def _split_bounds(body: str) -> tuple[str, str, str]:
-    """``lo-hi`` or ``lo, hi`` (the latter when a bound holds a '-'), quotes respected."""
-    if body.startswith('"'):
-        end = 1
-        while True:
-            end = body.find('"', end)
-            if end < 0:
-                return body, "", ""
-            if body.startswith('""', end):
-                end += 2
-                continue
-            break
-        rest = body[end + 1:]
-        for sep in (", ", "-"):
-            if rest.startswith(sep):
-                return body[:end + 1], sep, rest[len(sep):]
-        return body, "", ""
-    low, sep, high = body.partition(", ")
-    if sep:
-        return low, sep, high
-    return body.partition("-")
-
-
-def covers(label: object, value: object) -> bool:
-    """Whether the released ``label`` stands for the original ``value`` (None / NaN: a
-    missing cell): a value, a set, or a range (numbers compared as numbers, other texts
-    as equal bounds only). Hierarchy and prefix labels need their hierarchy or form and
-    are not judged here (False unless the label is the value itself)."""
-    parsed = parse_label(label)
-    if value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NA:
-        return parsed.missing
-    text = str(value)
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2.0**53:
-        text = str(int(value))
-    if parsed.is_range:
-        assert parsed.low is not None and parsed.high is not None
-        try:
-            return float(parsed.low) <= float(value) <= float(parsed.high)  # type: ignore[arg-type]
-        except (TypeError, ValueError):
-            return text in (parsed.low, parsed.high)
-    return text in parsed.values
+    """Per set, its label (:func:`anonkit.labels.set_labels`), from the members' codes set
+    after set and the sets' sizes."""
+    return set_labels(_value_text(column), column.missing_code, member, sizes)
 
 
 def _hierarchy(column: EncodedColumn, grouped: np.ndarray, starts: np.ndarray,
@@ -634,17 +446,7 @@ def _value_text(column: EncodedColumn, codes: np.ndarray | None = None) -> np.nd
             dtype=object)
     elif column.kind is Kind.NUMERIC:
         # exact text: a label must cover the values it stands for, so no rounding
-        raw = np.asarray(values)
-        if raw.dtype.kind in "iu":
-            out[present] = raw.astype(str)
-        else:
-            f = raw.astype(np.float64)
-            # whole numbers print without ".0" where float64 holds them exactly
-            whole = np.isfinite(f) & (f == np.round(f)) & (np.abs(f) < 2.0**53)
-            text = np.empty(len(f), dtype=object)
-            text[whole] = f[whole].astype(np.int64).astype(str)
-            text[~whole] = [repr(float(x)) for x in f[~whole]]  # shortest round-trip
-            out[present] = text
+        out[present] = exact_numbers(values)
     else:
         out[present] = np.asarray(values).astype(str)
     return out

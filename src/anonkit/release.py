@@ -11,7 +11,8 @@ A :class:`Release` is one of three kinds (:class:`ReleaseKind`):
 Each released row has a provenance (:class:`Provenance`): an input row, a counterfeit, or
 synthetic. A class is either implicit -- the rows with equal released quasi-identifiers,
 as an adversary groups them -- or explicit, the rows with equal values in
-:attr:`Release.group_column`. Writing and publishing pass one boundary
+:attr:`Release.group_column`. A release is data, with no I/O: writing
+(:func:`anonkit.verify.write_release`) and publishing pass one boundary
 (:func:`anonkit.verify.verify_release`): the classes are regrouped from the released values
 alone, every model is evaluated on them, and identifier columns are refused, whichever
 method produced the release.
@@ -19,21 +20,18 @@ method produced the release.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from anonkit.data.table import Schema
+from anonkit._util.randomness import privacy_rng
+from anonkit.data.schema import Schema
+from anonkit.data.write import output_codec
 from anonkit.errors import InputError, ModelNotMetError
 from anonkit.models.base import PrivacyModel, Verdict, exact_number
-
-if TYPE_CHECKING:
-    import pyarrow as pa
 
 
 class ReleaseKind(StrEnum):
@@ -62,6 +60,27 @@ class ThreatModel(StrEnum):
     INCREMENTAL_KE = "incremental-(k,e)"
     #: monotone generalization: later releases only refine, so intersections narrow nothing
     MONOTONE = "monotone-generalization"
+
+
+@dataclass(frozen=True)
+class CutTree:
+    """A truncated code tree (spec 003) as plain arrays: what the report draws of a huffman
+    or alphabetic release, so that drawing it needs neither the input nor the method. It
+    holds counts below the cut, which the release hides: keep it with the steward.
+
+    Node ``i < n_symbols`` is the leaf of symbol ``i`` (the symbols are the distinct
+    quasi-identifier tuples, in order); the internal nodes follow, ``root`` among them.
+    """
+
+    kind: str  # huffman | optimal | halving
+    left: np.ndarray  # per node, its left child; -1 at a leaf
+    right: np.ndarray  # per node, its right child; -1 at a leaf
+    counts: np.ndarray  # per node, the rows under it
+    root: int
+    n_symbols: int
+    owner: np.ndarray  # per node, the released node its symbols stop at; -1 above the cut
+    #: per quasi-identifier (in the schema's order), per symbol its value
+    symbol_values: dict[str, np.ndarray]
 
 
 @dataclass
@@ -96,6 +115,8 @@ class Release:
         seeded: a user-given seed drove the privacy randomness (tests and studies only);
             the seed itself is never recorded.
         method_state: opaque bytes a sequential method keeps in the history.
+        cut_tree: the code tree a huffman or alphabetic release was cut from, for the
+            steward's report (None for every other method); never written or published.
         timings: seconds spent per phase.
     """
 
@@ -118,6 +139,7 @@ class Release:
     formal_guarantee: bool = True
     seeded: bool = False
     method_state: bytes | None = None
+    cut_tree: CutTree | None = None
     #: set by the verifier: the ``data`` object it verified and what it found there;
     #: the boundary restores its findings over anything set since, and verifies again
     #: when ``data`` was replaced
@@ -162,8 +184,6 @@ class Release:
         verified again, and its classes renumbered in the new order, at the boundary.
         Returns the order (new row ``i`` is old row ``order[i]``), for columns kept
         elsewhere."""
-        from anonkit._util.randomness import privacy_rng
-
         rng, seeded = privacy_rng(seed)
         order = rng.permutation(len(self.data))
         self.data = self.data.iloc[order].reset_index(drop=True)
@@ -204,62 +224,6 @@ class Release:
                 f"accept_heuristic=True) to write it")
 
     # -- writing -------------------------------------------------------------------------
-    def write(self, path: str | Path, fmt: str | None = None, *,
-              unchanged: pa.Table | None = None, column_order: Sequence[str] | None = None,
-              verbatim: bool = False, accept_heuristic: bool = False,
-              forbidden: Sequence[str] = (),
-              auxiliary_paths: Mapping[str, Path] | None = None) -> Path:
-        """Write the release atomically (temp file + rename) after the boundary check
-        (:func:`anonkit.verify.verify_release`); refused unless every model holds.
-
-        ``unchanged``: further columns released as they are, kept in Arrow and never
-        loaded into pandas (the command line reads the columns nobody gave a role this
-        way). They join the columns of ``data`` in ``column_order`` (default: those of
-        ``data``, then the others). ``verbatim``: their text holds cells exactly as read
-        from a CSV file (see :func:`anonkit.data.io.write_table`). ``forbidden``: further column
-        names that must not be released (e.g. the history's key column). Auxiliary
-        tables are written beside the file as ``<stem>.<name>.csv`` (or ``.parquet``), or
-        to ``auxiliary_paths[name]``; first, so that a failure leaves no release without
-        them (they are removed again if the release cannot be written).
-        """
-        import pyarrow as pa
-
-        from anonkit.data.io import output_format, to_arrow, write_table
-        from anonkit.verify import refuse_identifiers, verify_release
-
-        verify_release(self)
-        self.require_passed(accept_heuristic)
-        extra = unchanged.column_names if unchanged is not None else []
-        refuse_identifiers(self, [*self.data.columns, *extra], forbidden)
-        table = to_arrow(self.data)
-        if unchanged is not None:
-            if unchanged.num_rows != table.num_rows:
-                raise ValueError(f"the unchanged columns have {unchanged.num_rows} rows, the "
-                                 f"release {table.num_rows}")
-            columns = dict(zip(table.column_names, table.columns, strict=True))
-            columns |= dict(zip(unchanged.column_names, unchanged.columns, strict=True))
-            order = list(column_order) if column_order is not None else list(columns)
-            # a column the method added (a permuted release's group column) is never lost
-            # to an order taken from the input
-            order += [c for c in table.column_names if c not in order]
-            table = pa.table({name: columns[name] for name in order if name in columns})
-        target = Path(path)
-        fmt = output_format(target, fmt)  # the auxiliary tables take the release's format
-        written: list[Path] = []
-        try:
-            for name, aux in self.auxiliary.items():
-                aux_path = (auxiliary_paths or {}).get(name) or auxiliary_path(target, name)
-                write_table(aux, aux_path, fmt=fmt)
-                written.append(Path(aux_path))
-            write_table(table, target, fmt=fmt,
-                        verbatim=unchanged.column_names if unchanged is not None and verbatim
-                        else ())
-        except BaseException:
-            for done in written:
-                done.unlink(missing_ok=True)
-            raise
-        return target
-
     def summary(self, verbose: bool = False) -> str:
         """What a person wants to see first: rows and classes, every verdict, the
         information lost and the highest risk. ``verbose``: every metric."""
@@ -298,8 +262,6 @@ class Verification:
 def auxiliary_path(release_path: Path, name: str) -> Path:
     """Where an auxiliary table of the release at ``release_path`` is written:
     ``ward.csv`` -> ``ward.counterfeits.csv``, ``ward.csv.gz`` -> ``ward.counterfeits.csv.gz``."""
-    from anonkit.data.io import output_codec
-
     if output_codec(release_path) is not None:
         inner = Path(release_path.stem)
         return release_path.with_name(f"{inner.stem}.{name}{inner.suffix}"

@@ -9,19 +9,24 @@ in every class they sit in. A synthetic release has no classes of input rows to 
 is judged by the verdicts its method computed on the tuples it generated.
 
 :func:`refuse_identifiers` refuses a release that would contain an identifier or key
-column, whichever method produced it.
+column, whichever method produced it. :func:`write_release` writes a release only through
+both: a release that fails its models is never written.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
-from anonkit.checker import CheckReport, check, group_rows
+from anonkit._util.grouping import group_rows
+from anonkit.checker import CheckReport, check
+from anonkit.data.write import output_format, to_arrow, write_table
 from anonkit.errors import InputError, ModelNotMetError
-from anonkit.release import Provenance, Release, ReleaseKind, Verification
+from anonkit.release import Provenance, Release, ReleaseKind, Verification, auxiliary_path
 
 
 def verify_release(release: Release, *, force: bool = False) -> CheckReport | None:
@@ -65,11 +70,6 @@ def verify_release(release: Release, *, force: bool = False) -> CheckReport | No
     release.class_ids = report.class_ids
     release.classes = class_table(release, report.class_ids, report.first_rows,
                                   report.quasi_identifiers)
-    if not release.metrics:  # a method that measured nothing still gets the class figures
-        from anonkit.metrics import class_metrics
-
-        release.metrics = class_metrics(report.class_sizes,
-                                        max(m.min_class_size() for m in release.models))
     release.verification = Verification(id(release.data), tuple(release.verdicts),
                                          release.class_ids, release.classes)
     return report
@@ -101,3 +101,55 @@ def refuse_identifiers(release: Release, columns: Iterable[str],
         raise InputError(f"release refused: it contains the identifier or key column(s) "
                          f"{', '.join(map(repr, leaked))}, which are never released; "
                          f"method {release.method!r} must drop them")
+
+
+def write_release(release: Release, path: str | Path, fmt: str | None = None, *,
+          unchanged: pa.Table | None = None, column_order: Sequence[str] | None = None,
+          verbatim: bool = False, accept_heuristic: bool = False,
+          forbidden: Sequence[str] = (),
+          auxiliary_paths: Mapping[str, Path] | None = None) -> Path:
+    """Write ``release`` atomically (temp file + rename) after the boundary check
+    (:func:`anonkit.verify.verify_release`); refused unless every model holds.
+
+    ``unchanged``: further columns released as they are, kept in Arrow and never
+    loaded into pandas (the command line reads the columns nobody gave a role this
+    way). They join the columns of ``data`` in ``column_order`` (default: those of
+    ``data``, then the others). ``verbatim``: their text holds cells exactly as read
+    from a CSV file (see :func:`anonkit.data.write.write_table`). ``forbidden``: further column
+    names that must not be released (e.g. the history's key column). Auxiliary
+    tables are written beside the file as ``<stem>.<name>.csv`` (or ``.parquet``), or
+    to ``auxiliary_paths[name]``; first, so that a failure leaves no release without
+    them (they are removed again if the release cannot be written).
+    """
+    verify_release(release)
+    release.require_passed(accept_heuristic)
+    extra = unchanged.column_names if unchanged is not None else []
+    refuse_identifiers(release, [*release.data.columns, *extra], forbidden)
+    table = to_arrow(release.data)
+    if unchanged is not None:
+        if unchanged.num_rows != table.num_rows:
+            raise ValueError(f"the unchanged columns have {unchanged.num_rows} rows, the "
+                             f"release {table.num_rows}")
+        columns = dict(zip(table.column_names, table.columns, strict=True))
+        columns |= dict(zip(unchanged.column_names, unchanged.columns, strict=True))
+        order = list(column_order) if column_order is not None else list(columns)
+        # a column the method added (a permuted release's group column) is never lost
+        # to an order taken from the input
+        order += [c for c in table.column_names if c not in order]
+        table = pa.table({name: columns[name] for name in order if name in columns})
+    target = Path(path)
+    fmt = output_format(target, fmt)  # the auxiliary tables take the release's format
+    written: list[Path] = []
+    try:
+        for name, aux in release.auxiliary.items():
+            aux_path = (auxiliary_paths or {}).get(name) or auxiliary_path(target, name)
+            write_table(aux, aux_path, fmt=fmt)
+            written.append(Path(aux_path))
+        write_table(table, target, fmt=fmt,
+                    verbatim=unchanged.column_names if unchanged is not None and verbatim
+                    else ())
+    except BaseException:
+        for done in written:
+            done.unlink(missing_ok=True)
+        raise
+    return target

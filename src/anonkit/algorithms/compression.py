@@ -1,4 +1,4 @@
-"""Compression anonymity (spec 003): k-anonymity by truncating a code tree.
+"""Compression anonymity (spec 003): the code trees and their truncation.
 
 A code tree is built over the *symbols* of the quasi-identifiers -- the distinct values of
 one column, or the distinct tuples of several -- each weighted by how many rows hold it:
@@ -13,25 +13,23 @@ Truncation (the notebook's ``anonMapping``): each symbol walks down from the roo
 at the first node that is not split; a node is split only if both of its children satisfy
 the criterion (at least ``k`` rows, and with ``l`` at least ``l`` distinct sensitive
 values). Both criteria only grow towards the root, so "both children recursively satisfy
-it" is the same as "both children satisfy it". Every row is then released as the summary
-of its node (range or set, one label per column, with a JSON side table; or a histogram in
-that table).
+it" is the same as "both children satisfy it". :func:`truncated_tree` is the partition step
+of the huffman and alphabetic methods (:mod:`anonkit.methods.compression` releases every row
+as the summary of its node).
 
 The randomised representative release (the notebook's ``diffAnonymize``) replaces each
 value by a value drawn, weighted by counts, from the last subtree on its path whose
-*balance measure* ``|count(left) - count(right)| / count(node)^2`` exceeds a threshold. The
-notebook calls that measure an epsilon of differential privacy; it is not: nothing bounds
-how much one person changes the output distribution. It is a heuristic, and a release made
-with it says so (``formal_guarantee=False``).
+*balance measure* ``|count(left) - count(right)| / count(node)^2`` exceeds a threshold
+(:func:`randomized_symbols`). The notebook calls that measure an epsilon of differential
+privacy; it is not: nothing bounds how much one person changes the output distribution. It
+is a heuristic, and a release made with it says so (``formal_guarantee=False``).
 """
 
 from __future__ import annotations
 
-import json
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -40,16 +38,12 @@ from anonkit.errors import InputError
 from . import _compression_c  # type: ignore[attr-defined]
 
 if TYPE_CHECKING:
-    import pandas as pd
-    from matplotlib.figure import Figure
-
-    from anonkit.assemble import Progress
-    from anonkit.data.table import Schema
-    from anonkit.release import Release
+    from anonkit.data.encoding import EncodedColumn
 
 TREES = ("huffman", "halving", "optimal")
+#: the order-preserving trees; an alphabetic release reports the cost and GCP of both
+ALPHABETIC_TREES = ("optimal", "halving")
 SUMMARIES = ("range", "set", "histogram")
-
 
 # -- the code tree ------------------------------------------------------------------------
 
@@ -112,15 +106,6 @@ class CodeTree:
         first, last = self.leaf_runs()
         inner = np.flatnonzero(self.left >= 0)
         return bool((last[self.left[inner]] + 1 == first[self.right[inner]]).all())
-
-    def plot(self, owner: np.ndarray | None = None,
-             labels: Sequence[str] | None = None, max_nodes: int = 400) -> Figure:
-        """A picture of the tree (the notebook's ``privateTree``): nodes with their counts,
-        the released nodes of ``owner`` (from :func:`truncate`) marked, the subtrees below
-        them faded."""
-        from anonkit.report.tree import plot_tree
-
-        return plot_tree(self, owner, labels=labels, max_nodes=max_nodes)
 
 
 def _from_merges(counts: np.ndarray, merges: list[tuple[int, int]], kind: str) -> CodeTree:
@@ -406,145 +391,74 @@ def _sensitive_sets(symbol: np.ndarray, n_symbols: int, sensitive: np.ndarray
     return out
 
 
-# -- the estimator ------------------------------------------------------------------------
+# -- the partition step -------------------------------------------------------------------
 
 
-@dataclass
-class CompressionAnonymizer:
-    """k-anonymity (and distinct l-diversity) by truncating a code tree.
+@dataclass(frozen=True)
+class TreeCut:
+    """A code tree over a table's symbols and the cut truncation made in it: the partition
+    of the huffman and alphabetic methods (the released nodes are its classes)."""
 
-    Configuration in the constructor, validation when run; after :meth:`anonymize` the
-    results are plain attributes: ``tree_`` (the :class:`CodeTree`), ``owner_`` (per
-    node, its released node), ``row_nodes_`` (per row, its released node), and for an
-    alphabetic method ``trees_`` (both alphabetic trees and their figures on this data).
-    """
+    tree: CodeTree
+    #: per node, the released node its symbols stop at; -1 above the cut
+    owner: np.ndarray
+    #: per row, its symbol
+    symbol: np.ndarray
+    #: per symbol, its codes ``(n_symbols, d)``
+    symbol_codes: np.ndarray
+    #: per node, how many distinct sensitive values it holds (None without ``l``)
+    distinct: np.ndarray | None
+    #: for comparison, further trees over the same symbols and their cuts, by tree kind
+    #: (the cut's own tree among them when its kind was asked for)
+    compared: dict[str, tuple[CodeTree, np.ndarray]] = field(default_factory=dict)
 
-    method: str = "alphabetic"  # huffman | alphabetic
-    k: int = 2
-    l: int | None = None  # noqa: E741
-    tree: str | None = None  # halving | optimal (alphabetic); default optimal
-    summary: str = "range"
+    @property
+    def row_nodes(self) -> np.ndarray:
+        """Per row, its released node."""
+        return self.owner[self.symbol]
 
-    def _tree_kind(self) -> str:
-        if self.method == "huffman":
-            if self.tree not in (None, "huffman"):
-                raise InputError(f"--tree {self.tree} is for the alphabetic method; the "
-                                 f"huffman method builds the Huffman tree")
-            return "huffman"
-        if self.method != "alphabetic":
-            raise InputError(f"unknown compression method {self.method!r}")
-        tree = self.tree or "optimal"
-        if tree not in ("optimal", "halving"):
-            raise InputError(f"--tree must be optimal or halving, got {tree!r}")
-        return tree
+    def symbol_classes(self) -> tuple[np.ndarray, int]:
+        """Per symbol its class (the released nodes numbered in node order), and how many
+        classes there are."""
+        return _compact(self.owner[:self.tree.n_symbols], self.tree.n_nodes)
 
-    def fit_codes(self, codes: np.ndarray, sensitive: np.ndarray | None = None
-                  ) -> CompressionAnonymizer:
-        """Build and truncate the tree over integer ``codes`` (n, d) (ordered codes for an
-        alphabetic tree); ``sensitive``: per row a sensitive code, needed with ``l``."""
-        kind = self._tree_kind()
-        if self.summary not in SUMMARIES:
-            raise InputError(f"--summary must be one of {', '.join(SUMMARIES)}, got "
-                             f"{self.summary!r}")
-        codes = np.asarray(codes)
-        if codes.ndim == 1:
-            codes = codes[:, None]
-        n = len(codes)
-        if self.k > n:
-            raise InputError(f"k-anonymity with k={self.k} needs at least {self.k} rows; the "
-                             f"table has {n}")
-        symbol, counts, symbol_codes = symbols_of(codes)
-        distinct = None
-        sets = None
-        if self.l is not None:
-            if sensitive is None:
-                raise InputError("l-diversity needs a sensitive column (--sensitive NAME)")
-            sets = _sensitive_sets(symbol, len(counts), sensitive)
-        self.tree_ = build_tree(counts, kind)
-        if sets is not None:
-            distinct = node_distinct(self.tree_, sets)
-            if distinct[self.tree_.root] < (self.l or 0):
-                raise InputError(f"the table as a whole holds {int(distinct[self.tree_.root])} "
-                                 f"distinct sensitive values, fewer than l={self.l}: no tree "
-                                 f"can release classes with {self.l}; relax l")
-        self.distinct_ = distinct
-        self.owner_ = truncate(self.tree_, criterion(self.tree_, self.k, distinct, self.l))
-        self.symbol_ = symbol
-        self.symbol_codes_ = symbol_codes
-        self.row_nodes_ = self.owner_[symbol]
-        if kind != "huffman":
-            self.trees_ = {}
-            for other in ("optimal", "halving"):
-                t = self.tree_ if other == kind else build_tree(counts, other)
-                d = node_distinct(t, sets) if sets is not None else None
-                o = self.owner_ if other == kind else truncate(t, criterion(t, self.k, d,
-                                                                          self.l))
-                self.trees_[other] = (t, o)
-        return self
 
-    def anonymize(self, df: pd.DataFrame, schema: Schema,
-                  progress: Progress | None = None) -> Release:
-        """The verified release of ``df``: every row's QIs replaced by its node's summary."""
-        from anonkit.assemble import generalized_release, no_progress
-        from anonkit.data.table import encode
-        from anonkit.generalization import Form, default_form
-        from anonkit.models.base import KAnonymity
-        from anonkit.models.diversity import DistinctLDiversity
-        from anonkit.partition import Partition
-
-        step = progress or no_progress
-        timings: dict[str, float] = {}
-        t0 = time.perf_counter()
-        with step("encoding", len(df)):
-            table = encode(df, schema)
-        timings["encode"] = time.perf_counter() - t0
-        qis = table.quasi_identifiers
-        if self.method == "alphabetic":
-            unordered = [c.name for c in qis if not c.kind.is_ordered]
-            if unordered:
-                raise InputError(f"the alphabetic tree keeps values in order; column "
-                                 f"{unordered[0]!r} is categorical (give its order with "
-                                 f"--order, or use --method huffman)")
-        sensitive = None
-        if self.l is not None:
-            if len(table.sensitive) != 1:
-                raise InputError(f"l-diverse trees protect one sensitive column; "
-                                 f"{len(table.sensitive)} were given: name one with "
-                                 f"--sensitive")
-            sensitive = table.sensitive[0].codes
-        t0 = time.perf_counter()
-        with step("partitioning", len(df)):
-            self.fit_codes(table.qi_matrix, sensitive)
-        timings["algorithm"] = time.perf_counter() - t0
-        class_of_symbol, n_classes = _compact(self.owner_[:self.tree_.n_symbols],
-                                              self.tree_.n_nodes)
-        partition = Partition.from_class_ids(class_of_symbol[self.symbol_], n_classes)
-        forms = {c.name: (Form.SET if self.summary == "set" else default_form(c))
-                 for c in qis}
-        models: list[Any] = [KAnonymity(self.k)]
-        if self.l is not None:
-            models.append(DistinctLDiversity(self.l))
-        params: dict[str, object] = {
-            "k": self.k, "tree": self._tree_kind(), "summary": self.summary,
-            "quasi_identifiers": schema.quasi_identifiers, "sensitive": schema.sensitive,
-            "forms": {name: form.value for name, form in forms.items()}}
-        if self.l is not None:
-            params["l"] = self.l
-        release = generalized_release(df, table, partition, forms, models,
-                                      method=self.method, parameters=params,
-                                      timings=timings, progress=progress)
-        first_row = partition.order[partition.starts]
-        labels = {c.name: release.data[c.name].iloc[first_row].astype(str).to_numpy()
-                  for c in qis}
-        release.auxiliary["summaries"] = summary_table(
-            labels, class_of_symbol, self.tree_.counts[:self.tree_.n_symbols],
-            self.symbol_codes_, qis, self.summary)
-        release.metrics["tree.cost"] = float(self.tree_.cost())
-        release.metrics["tree.released_nodes"] = float(n_classes)
-        for name, (t, o) in getattr(self, "trees_", {}).items():
-            release.metrics[f"{name}.cost"] = float(t.cost())
-            release.metrics[f"{name}.gcp"] = cut_gcp(t, o, qis, self.symbol_codes_)
-        return release
+def truncated_tree(codes: np.ndarray, kind: str, k: int, l: int | None = None,  # noqa: E741
+                   sensitive: np.ndarray | None = None,
+                   compare: Sequence[str] = ()) -> TreeCut:
+    """Build the ``kind`` tree over the symbols of integer ``codes`` (n, d) (ordered codes
+    for an alphabetic tree) and truncate it to nodes of >= ``k`` rows (and >= ``l``
+    distinct ``sensitive`` codes: per row, needed with ``l``). ``compare``: tree kinds to
+    build and cut the same way, for their figures."""
+    codes = np.asarray(codes)
+    if codes.ndim == 1:
+        codes = codes[:, None]
+    n = len(codes)
+    if k > n:
+        raise InputError(f"k-anonymity with k={k} needs at least {k} rows; the "
+                         f"table has {n}")
+    symbol, counts, symbol_codes = symbols_of(codes)
+    distinct = None
+    sets = None
+    if l is not None:
+        if sensitive is None:
+            raise InputError("l-diversity needs a sensitive column (--sensitive NAME)")
+        sets = _sensitive_sets(symbol, len(counts), sensitive)
+    tree = build_tree(counts, kind)
+    if sets is not None:
+        distinct = node_distinct(tree, sets)
+        if distinct[tree.root] < (l or 0):
+            raise InputError(f"the table as a whole holds {int(distinct[tree.root])} "
+                             f"distinct sensitive values, fewer than l={l}: no tree "
+                             f"can release classes with {l}; relax l")
+    owner = truncate(tree, criterion(tree, k, distinct, l))
+    compared: dict[str, tuple[CodeTree, np.ndarray]] = {}
+    for other in compare:
+        t = tree if other == kind else build_tree(counts, other)
+        d = node_distinct(t, sets) if sets is not None else None
+        o = owner if other == kind else truncate(t, criterion(t, k, d, l))
+        compared[other] = (t, o)
+    return TreeCut(tree, owner, symbol, symbol_codes, distinct, compared)
 
 
 def _compact(ids: np.ndarray, bound: int) -> tuple[np.ndarray, int]:
@@ -555,7 +469,7 @@ def _compact(ids: np.ndarray, bound: int) -> tuple[np.ndarray, int]:
     return index[ids], int(present.sum())
 
 
-def cut_gcp(tree: CodeTree, owner: np.ndarray, columns: Sequence[Any],
+def cut_gcp(tree: CodeTree, owner: np.ndarray, columns: Sequence[EncodedColumn],
             symbol_codes: np.ndarray) -> float:
     """The global certainty penalty of a cut: per row and column the width of its node's
     range over the column's, averaged (categorical: (distinct - 1) / (card - 1)); computed
@@ -581,50 +495,6 @@ def cut_gcp(tree: CodeTree, owner: np.ndarray, columns: Sequence[Any],
             loss = (distinct[cls] - 1) / (card - 1) if card > 1 else np.zeros(n)
         losses.append(float((loss * weight).sum() / weight.sum()))
     return float(np.mean(losses)) if losses else 0.0
-
-
-def summary_table(labels: dict[str, np.ndarray], class_of_symbol: np.ndarray,
-                  counts: np.ndarray, symbol_codes: np.ndarray, columns: Sequence[Any],
-                  summary: str) -> pd.DataFrame:
-    """The JSON side table: per quasi-identifier and released label (``labels[column]``:
-    per class), its rows and its summary (``{"min", "max"}`` for a range, ``{"values"}``
-    for a set, and with ``histogram`` the count of every value under the label). Built
-    from the symbols and their counts, never from the rows."""
-    import pandas as pd
-
-    rows = []
-    for j, column in enumerate(columns):
-        label_of_class, names = pd.factorize(labels[column.name])
-        label = label_of_class[class_of_symbol]
-        code = symbol_codes[:, j].astype(np.int64)
-        card = int(code.max()) + 1 if len(code) else 1
-        keys, where = np.unique(label * card + code, return_inverse=True)
-        weights = np.bincount(where.reshape(-1), weights=counts, minlength=len(keys))
-        key_label, key_code = keys // card, keys % card
-        bounds = np.searchsorted(key_label, np.arange(len(names) + 1))
-        for i, name in enumerate(names):
-            codes = key_code[bounds[i]:bounds[i + 1]]  # sorted: the column's order
-            present = [_plain(v) for v in column.values[codes]]
-            if summary == "histogram":
-                content: dict[str, object] = {"histogram": {
-                    str(v): int(c) for v, c in zip(present, weights[bounds[i]:bounds[i + 1]],
-                                                   strict=True)}}
-            elif summary == "set" or not column.kind.is_ordered:
-                content = {"values": present}
-            else:
-                content = {"min": present[0], "max": present[-1]}
-            rows.append({"column": column.name, "label": str(name),
-                         "rows": int(weights[bounds[i]:bounds[i + 1]].sum()),
-                         "summary": json.dumps(content, sort_keys=True)})
-    return pd.DataFrame(rows, columns=["column", "label", "rows", "summary"])
-
-
-def _plain(value: object) -> object:
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.floating):
-        return int(value) if float(value).is_integer() else float(value)
-    return value if isinstance(value, int | float) else str(value)
 
 
 # -- the randomised representative release -------------------------------------------------
@@ -653,16 +523,6 @@ def representative_nodes(tree: CodeTree, threshold: float) -> np.ndarray:
     return chosen[:tree.n_symbols]
 
 
-def ks_statistic(a: np.ndarray, b: np.ndarray) -> float:
-    """The two-sample Kolmogorov--Smirnov statistic: the largest gap between the two
-    empirical distribution functions."""
-    a, b = np.sort(a), np.sort(b)
-    points = np.concatenate([a, b])
-    gap = np.searchsorted(a, points, side="right") / len(a) - \
-        np.searchsorted(b, points, side="right") / len(b)
-    return float(np.abs(gap).max()) if len(points) else 0.0
-
-
 def randomized_symbols(tree: CodeTree, symbol: np.ndarray, threshold: float,
                        rng: np.random.Generator, names: Sequence[str] | None = None
                        ) -> tuple[np.ndarray, np.ndarray]:
@@ -685,59 +545,3 @@ def randomized_symbols(tree: CodeTree, symbol: np.ndarray, threshold: float,
     base = np.where(first[row_node] == 0, 0, base)
     draw = base + (rng.random(len(symbol)) * tree.counts[row_node]).astype(np.int64)
     return np.searchsorted(cumulative, draw, side="right"), row_node
-
-
-def randomized_release(df: pd.DataFrame, schema: Schema, *, threshold: float,
-                       tree: str | None = None, seed: int | None = None) -> Release:
-    """The randomised representative release (``randomized``): per row, a value drawn
-    from its representative subtree; heuristic (``formal_guarantee=False``)."""
-    import pandas as pd
-
-    from anonkit._util.randomness import privacy_rng
-    from anonkit.data.table import encode
-    from anonkit.models.base import KAnonymity
-    from anonkit.release import Release, ReleaseKind
-    from anonkit.verify import verify_release
-
-    kind = tree or "optimal"
-    if kind not in ("optimal", "halving"):
-        raise InputError(f"--tree must be optimal or halving for the randomized release, got "
-                         f"{kind!r}")
-    timings: dict[str, float] = {}
-    t0 = time.perf_counter()
-    table = encode(df, schema)
-    unordered = [c.name for c in table.quasi_identifiers if not c.kind.is_ordered]
-    if unordered:
-        raise InputError(f"the randomized release draws from ordered runs of values; column "
-                         f"{unordered[0]!r} is categorical (give its order with --order)")
-    symbol, counts, symbol_codes = symbols_of(table.qi_matrix)
-    code_tree = build_tree(counts, kind)
-    rng, seeded = privacy_rng(seed)
-    names = [", ".join(f"{c.name}={_plain(c.values[code])!r}" for c, code in zip(
-        table.quasi_identifiers, codes, strict=True)) for codes in symbol_codes.tolist()]
-    drawn, row_node = randomized_symbols(code_tree, symbol, threshold, rng, names)
-    timings["algorithm"] = time.perf_counter() - t0
-    data = pd.DataFrame({c: df[c].array.copy() for c in schema.released_columns},
-                        index=pd.RangeIndex(len(df)))
-    metrics: dict[str, float] = {}
-    for j, column in enumerate(table.quasi_identifiers):
-        values = column.values[symbol_codes[drawn, j]]
-        data[column.name] = values
-        if column.kind.name == "NUMERIC":
-            metrics[f"ks.{column.name}"] = ks_statistic(
-                df[column.name].to_numpy(dtype=np.float64),
-                np.asarray(values, dtype=np.float64))
-    measure = balance_measure(code_tree)
-    metrics["heuristic.measure.min"] = float(measure[row_node].min()) if len(row_node) else 0.0
-    metrics["heuristic.changed"] = float((drawn != symbol).mean()) if len(symbol) else 0.0
-    params: dict[str, object] = {"threshold": threshold, "tree": kind,
-                                 "quasi_identifiers": schema.quasi_identifiers,
-                                 "guarantee": "none: the balance measure is a heuristic, "
-                                              "not differential privacy"}
-    release = Release(data, np.zeros(len(df), dtype=np.int64), pd.DataFrame(), [], {},
-                      schema, "randomized", params, timings, kind=ReleaseKind.GENERALIZED,
-                      # claims nothing beyond what every release has: a class of one row
-                      models=[KAnonymity(1)], formal_guarantee=False, seeded=seeded)
-    verify_release(release)
-    release.metrics |= metrics
-    return release

@@ -17,6 +17,10 @@ Differences from the document in ``spec/002`` (see spec/README.md), all delibera
 - with a skewed column the median cut ``x <= m`` can leave one side empty or too small; then
   ``x < m | x >= m`` is tried (still strict and non-overlapping).
 
+This module is the partition step (:func:`partition`: encoded codes in, classes out); the
+method around it -- configuration, encoding, generalization, verification -- is
+:class:`anonkit.methods.mondrian.Mondrian`.
+
 The work is level-synchronous: each round, a compiled kernel arranges every open partition
 around the median of its chosen dimension, then every candidate half of the round is checked
 against the models in one vectorised pass.
@@ -24,253 +28,124 @@ against the models in one vectorised pass.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-import pandas as pd
 
 from anonkit.algorithms import _mondrian_kernel as kernel
-from anonkit.assemble import Progress, generalized_release, no_progress
-from anonkit.data.table import EncodedColumn, EncodedTable, Kind, Schema, encode
+from anonkit.data.encoding import EncodedColumn, EncodedTable
 from anonkit.errors import InputError
-from anonkit.generalization import Form, default_form, validate_form
-from anonkit.hierarchy.base import Hierarchy
 from anonkit.models.base import (
     Classes,
     KAnonymity,
     PrivacyModel,
     SensitiveAttribute,
+    bind_models,
 )
 from anonkit.partition import Partition
-from anonkit.release import Release
 
 #: a round moving more rows than this runs its partitions on all cores
 PARALLEL_ROWS = 4_096
 
 
-class Mondrian:
-    """Strict multidimensional Mondrian with privacy models as cut constraints.
+def strategy_code_of(strategy: str) -> int:
+    """The kernel's number for a cut-dimension strategy, or a one-line error."""
+    try:
+        return kernel.STRATEGIES[strategy]
+    except KeyError:
+        raise InputError(f"unknown dimension strategy {strategy!r}; use one of "
+                         f"{', '.join(kernel.STRATEGIES)}") from None
 
-    Args:
-        k: minimum class size (k-anonymity). Optional when ``models`` includes it.
-        models: further privacy models, as objects or strings (``"l=3"``, ``"t=0.2"``, see
-            :func:`anonkit.checker.parse_model`); every cut must keep all of them.
-        strategy: how to choose the cut dimension: ``"widest"`` (normalised range, the
-            paper's choice), ``"entropy"``, ``"distinct"`` (most distinct values) or
-            ``"random"`` (seeded by ``seed``).
-        generalization: per QI, the released form (``range``, ``set``, ``hierarchy``,
-            ``prefix``, ``mean``, ``median``); default: hierarchy when one is given, range
-            for ordered columns, set for categorical ones.
-        remove_cut_dimension: the spec's variant: a dimension once cut is not cut again below.
-        single_dimensional: the spec's variant: stop after the first cut.
-        allow_missing: treat a missing QI value as a value of its own instead of refusing.
-        seed: for ``strategy="random"``.
-    """
 
-    method = "mondrian"
+def partition(table: EncodedTable, models: Sequence[PrivacyModel], *,
+              strategy: str = "widest", seed: int = 0, remove_cut_dimension: bool = False,
+              single_dimensional: bool = False,
+              reference_counts: Mapping[str, np.ndarray] | None = None) -> Partition:
+    """Partition the encoded table; every class satisfies every model (bound to their
+sensitive attributes here, if they are not yet).
 
-    def __init__(
-        self,
-        k: int | None = None,
-        models: Sequence[PrivacyModel | str] = (),
-        strategy: str = "widest",
-        generalization: Mapping[str, Form | str] | None = None,
-        remove_cut_dimension: bool = False,
-        single_dimensional: bool = False,
-        allow_missing: bool = False,
-        seed: int = 0,
-    ) -> None:
-        self.k = k
-        self.models = models
-        self.strategy = strategy
-        self.generalization = generalization
-        self.remove_cut_dimension = remove_cut_dimension
-        self.single_dimensional = single_dimensional
-        self.allow_missing = allow_missing
-        self.seed = seed
+    ``reference_counts`` (per sensitive column, one count per code) is the distribution
+    t-closeness, δ and β compare classes with when ``table`` is a fragment of a larger
+    table (then it is the whole table's, e.g. ``Encoding.reference_counts``); by default
+    the table's own."""
+    n, d = table.n_rows, len(table.quasi_identifiers)
+    references = reference_counts or {}
+    sensitive = [SensitiveAttribute.from_encoded(c, references.get(c.name))
+                 for c in table.sensitive]
+    models = bind_models(models, sensitive)  # no-op for models bound already
+    sizing = max(models, key=lambda m: m.min_class_size())
+    min_size = sizing.min_class_size()
+    if min_size > n:
+        raise InputError(f"{sizing.title()} needs classes of at least {min_size} "
+                         f"rows, larger than the number of rows ({n}); relax the model")
+    heavy = [m for m in models if m.needs_sensitive or type(m) is not KAnonymity]
+    whole = Classes(np.zeros(n, dtype=np.int64), 1, sensitive)
+    for m in models:
+        if not m.holds(whole)[0]:
+            raise InputError(
+                f"the table as a whole does not satisfy {m!r} (measured "
+                f"{m.levels(whole)[0]:g}), so no generalization can: relax the model")
+    strategy_code = strategy_code_of(strategy)
+    cols = table.quasi_identifiers
+    # the kernel is bound by memory traffic: the narrowest integer type that holds codes
+    code_type = np.int16 if all(c.cardinality < 2**15 for c in cols) else np.int32
+    Xs = np.empty((2, n, d), dtype=code_type)
+    Xs[0] = table.qi_matrix
+    Rs = np.empty((2, n), dtype=np.int64)
+    Rs[0] = np.arange(n)
+    columns = _column_tables(cols)
+    all_dims = (1 << d) - 1
+    parts = kernel.first_round(Xs[0])
+    done = kernel.new_done(n, min_size)
+    n_done = 0
+    rounds = 0
+    while len(parts[0]):
+        rounds += 1
+        starts, ends, side, excluded, tried = parts[:5]
+        proposal = kernel.propose(Xs, Rs, columns, parts, min_size, strategy_code,
+                                  seed + rounds, PARALLEL_ROWS)
+        dim, cut_le, cut_lt = proposal[:3]
+        can = dim >= 0
+        ok_le = can & _allowable(starts, cut_le, ends, min_size, heavy, sensitive,
+                                      Rs, side)
+        ok_lt = can & _allowable(starts, cut_lt, ends, min_size, heavy, sensitive,
+                                      Rs, side)
+        # of two allowable cuts take the more balanced one
+        middle = (starts + ends) / 2
+        take_lt = ok_lt & (~ok_le | (np.abs(cut_lt - middle) < np.abs(cut_le - middle)))
+        cut = np.where(take_lt, cut_lt, np.where(ok_le, cut_le, -1))
+        # a cut that broke a model: try the partition's next dimension, if any is left
+        tried_now = excluded | tried | (1 << np.maximum(dim, 0))
+        keep_trying = can & (cut < 0) & ((tried_now & all_dims) != all_dims)
+        parts, n_done = kernel.advance(parts, proposal, cut, take_lt, keep_trying,
+                                       min_size, remove_cut_dimension,
+                                       single_dimensional, done, n_done)
+    return _partitioning(Rs, done[0][:n_done], done[1][:n_done], done[2][:n_done], rounds)
 
-    # -- configuration checked at run time (scikit-learn style) --------------------------
-    def _resolved_models(self, sensitive: Sequence[SensitiveAttribute]) -> list[PrivacyModel]:
-        """The configured models, each bound to the sensitive attribute(s) it concerns."""
-        from anonkit.checker import bind_models, parse_model
 
-        models: list[PrivacyModel] = []
-        if self.k is not None:
-            models.append(KAnonymity(self.k))
-        names = [a.name for a in sensitive]
-        for m in self.models:
-            if isinstance(m, str):
-                m = parse_model(m, sensitive=names[0] if len(names) == 1 else None)
-            models.append(m)
-        if not models:
-            raise InputError("no privacy model given: set k (e.g. -k 5) or models")
-        return bind_models(models, sensitive)
-
-    def _strategy_code(self) -> int:
-        try:
-            return kernel.STRATEGIES[self.strategy]
-        except KeyError:
-            raise InputError(f"unknown dimension strategy {self.strategy!r}; use one of "
-                             f"{', '.join(kernel.STRATEGIES)}") from None
-
-    def parameters(self) -> dict[str, object]:
-        return {
-            "k": self.k,
-            "models": [m if isinstance(m, str) else m.spec() for m in self.models],
-            "strategy": self.strategy,
-            "generalization": dict(self.generalization or {}),
-            "remove_cut_dimension": self.remove_cut_dimension,
-            "single_dimensional": self.single_dimensional,
-            "allow_missing": self.allow_missing,
-            "seed": self.seed,
-        }
-
-    # -- the public entry point ----------------------------------------------------------
-    def anonymize(
-        self,
-        df: pd.DataFrame,
-        quasi_identifiers: Sequence[str] | None = None,
-        sensitive: Sequence[str] | str | None = None,
-        identifiers: Sequence[str] = (),
-        hierarchies: Mapping[str, Hierarchy] | None = None,
-        kinds: Mapping[str, Kind | str] | None = None,
-        schema: Schema | None = None,
-        progress: Progress | None = None,
-        insensitive: Sequence[str] | str = (),
-    ) -> Release:
-        """Anonymize ``df`` (not modified) and verify the release; see :class:`Mondrian`.
-        Every column needs a role: ``insensitive`` names those released unchanged (``"*"``:
-        all the others); an unnamed column is an error, never released raw.
-        ``progress`` is told each step as it runs (see :data:`anonkit.assemble.Progress`)."""
-        step = progress or no_progress
-        timings: dict[str, float] = {}
-        t0 = time.perf_counter()
-        with step("encoding", len(df)):
-            if schema is None:
-                if quasi_identifiers is None:
-                    raise InputError("name the quasi-identifiers (--qi a,b,c)")
-                schema = Schema.from_roles(df, quasi_identifiers, sensitive, identifiers,
-                                           kinds=kinds, hierarchies=hierarchies,
-                                           insensitive=insensitive)
-            table = encode(df, schema, allow_missing=self.allow_missing)
-            models = self._resolved_models(
-                [SensitiveAttribute.from_encoded(c) for c in table.sensitive])
-            forms = self._forms(table)
-        timings["encode"] = time.perf_counter() - t0
-
-        t0 = time.perf_counter()
-        with step("partitioning", len(df)):
-            partition = self.partition(table, models)
-        timings["algorithm"] = time.perf_counter() - t0
-
-        params = self.parameters() | {
-            "quasi_identifiers": schema.quasi_identifiers,
-            "sensitive": schema.sensitive,
-            "forms": {name: form.value for name, form in forms.items()},
-        }
-        return generalized_release(df, table, partition, forms, models, method=self.method,
-                                   parameters=params, timings=timings, progress=progress)
-
-    def _forms(self, table: EncodedTable) -> dict[str, Form]:
-        given = dict(self.generalization or {})
-        qi_names = [c.name for c in table.quasi_identifiers]
-        for name in given:
-            if name not in qi_names:
-                raise InputError(f"a generalization is given for {name!r}, which is not a "
-                                 f"quasi-identifier ({', '.join(qi_names)})")
-        return {c.name: validate_form(c, given[c.name]) if c.name in given else default_form(c)
-                for c in table.quasi_identifiers}
-
-    # -- the algorithm: codes in, classes out --------------------------------------------
-    def partition(self, table: EncodedTable, models: Sequence[PrivacyModel],
-                  reference_counts: Mapping[str, np.ndarray] | None = None) -> Partition:
-        """Partition the encoded table; every class satisfies every model.
-
-        ``reference_counts`` (per sensitive column, one count per code) is the distribution
-        t-closeness, δ and β compare classes with when ``table`` is a fragment of a larger
-        table (then it is the whole table's, e.g. ``Encoding.reference_counts``); by default
-        the table's own."""
-        from anonkit.checker import bind_models
-
-        n, d = table.n_rows, len(table.quasi_identifiers)
-        references = reference_counts or {}
-        sensitive = [SensitiveAttribute.from_encoded(c, references.get(c.name))
-                     for c in table.sensitive]
-        models = bind_models(models, sensitive)  # no-op for models bound already
-        sizing = max(models, key=lambda m: m.min_class_size())
-        min_size = sizing.min_class_size()
-        if min_size > n:
-            raise InputError(f"{sizing.title()} needs classes of at least {min_size} "
-                             f"rows, larger than the number of rows ({n}); relax the model")
-        heavy = [m for m in models if m.needs_sensitive or type(m) is not KAnonymity]
-        whole = Classes(np.zeros(n, dtype=np.int64), 1, sensitive)
-        for m in models:
-            if not m.holds(whole)[0]:
-                raise InputError(
-                    f"the table as a whole does not satisfy {m!r} (measured "
-                    f"{m.levels(whole)[0]:g}), so no generalization can: relax the model")
-        strategy = self._strategy_code()
-        cols = table.quasi_identifiers
-        # the kernel is bound by memory traffic: the narrowest integer type that holds codes
-        code_type = np.int16 if all(c.cardinality < 2**15 for c in cols) else np.int32
-        Xs = np.empty((2, n, d), dtype=code_type)
-        Xs[0] = table.qi_matrix
-        Rs = np.empty((2, n), dtype=np.int64)
-        Rs[0] = np.arange(n)
-        columns = _column_tables(cols)
-        all_dims = (1 << d) - 1
-        parts = kernel.first_round(Xs[0])
-        done = kernel.new_done(n, min_size)
-        n_done = 0
-        rounds = 0
-        while len(parts[0]):
-            rounds += 1
-            starts, ends, side, excluded, tried = parts[:5]
-            proposal = kernel.propose(Xs, Rs, columns, parts, min_size, strategy,
-                                      self.seed + rounds, PARALLEL_ROWS)
-            dim, cut_le, cut_lt = proposal[:3]
-            can = dim >= 0
-            ok_le = can & self._allowable(starts, cut_le, ends, min_size, heavy, sensitive,
-                                          Rs, side)
-            ok_lt = can & self._allowable(starts, cut_lt, ends, min_size, heavy, sensitive,
-                                          Rs, side)
-            # of two allowable cuts take the more balanced one
-            middle = (starts + ends) / 2
-            take_lt = ok_lt & (~ok_le | (np.abs(cut_lt - middle) < np.abs(cut_le - middle)))
-            cut = np.where(take_lt, cut_lt, np.where(ok_le, cut_le, -1))
-            # a cut that broke a model: try the partition's next dimension, if any is left
-            tried_now = excluded | tried | (1 << np.maximum(dim, 0))
-            keep_trying = can & (cut < 0) & ((tried_now & all_dims) != all_dims)
-            parts, n_done = kernel.advance(parts, proposal, cut, take_lt, keep_trying,
-                                           min_size, self.remove_cut_dimension,
-                                           self.single_dimensional, done, n_done)
-        return _partitioning(Rs, done[0][:n_done], done[1][:n_done], done[2][:n_done], rounds)
-
-    @staticmethod
-    def _allowable(starts: np.ndarray, cuts: np.ndarray, ends: np.ndarray, min_size: int,
-                   heavy: Sequence[PrivacyModel], sensitive: Sequence[SensitiveAttribute],
-                   Rs: np.ndarray, side: np.ndarray) -> np.ndarray:
-        """Per partition: do both halves of the cut satisfy every model?"""
-        ok = (cuts - starts >= min_size) & (ends - cuts >= min_size)
-        if not heavy or not ok.any():
-            return ok
-        # both halves of every candidate that passed the size test, as consecutive classes
-        idx = np.flatnonzero(ok)
-        s, c, e = starts[idx], cuts[idx], ends[idx]
-        sizes = np.stack([c - s, e - c], axis=1).reshape(-1)
-        seg_start = np.stack([s, c], axis=1).reshape(-1)
-        total = int(sizes.sum())
-        offsets = np.repeat(seg_start - np.concatenate([[0], np.cumsum(sizes)[:-1]]), sizes)
-        positions = np.arange(total, dtype=np.int64) + offsets
-        picked = Rs[np.repeat(side[idx], e - s), positions]
-        attrs = [a.reordered(a.codes[picked]) for a in sensitive]
-        halves = Classes.from_sizes(sizes, attrs)
-        good = np.ones(len(sizes), dtype=bool)
-        for m in heavy:
-            good &= m.holds(halves)
-        ok[idx] = good[0::2] & good[1::2]
+def _allowable(starts: np.ndarray, cuts: np.ndarray, ends: np.ndarray, min_size: int,
+               heavy: Sequence[PrivacyModel], sensitive: Sequence[SensitiveAttribute],
+               Rs: np.ndarray, side: np.ndarray) -> np.ndarray:
+    """Per partition: do both halves of the cut satisfy every model?"""
+    ok = (cuts - starts >= min_size) & (ends - cuts >= min_size)
+    if not heavy or not ok.any():
         return ok
+    # both halves of every candidate that passed the size test, as consecutive classes
+    idx = np.flatnonzero(ok)
+    s, c, e = starts[idx], cuts[idx], ends[idx]
+    sizes = np.stack([c - s, e - c], axis=1).reshape(-1)
+    seg_start = np.stack([s, c], axis=1).reshape(-1)
+    total = int(sizes.sum())
+    offsets = np.repeat(seg_start - np.concatenate([[0], np.cumsum(sizes)[:-1]]), sizes)
+    positions = np.arange(total, dtype=np.int64) + offsets
+    picked = Rs[np.repeat(side[idx], e - s), positions]
+    attrs = [a.reordered(a.codes[picked]) for a in sensitive]
+    halves = Classes.from_sizes(sizes, attrs)
+    good = np.ones(len(sizes), dtype=bool)
+    for m in heavy:
+        good &= m.holds(halves)
+    ok[idx] = good[0::2] & good[1::2]
+    return ok
 
 
 def _partitioning(Rs: np.ndarray, starts: np.ndarray, ends: np.ndarray, sides: np.ndarray,

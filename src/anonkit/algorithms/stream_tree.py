@@ -22,37 +22,16 @@ over the values: one ``bincount`` per level to insert, one gather per level to f
 from __future__ import annotations
 
 import io
-import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pandas as pd
 
 from anonkit.errors import InputError
-
-if TYPE_CHECKING:
-    import pandas as pd
-
-    from anonkit.history.publish import PublishContext
-    from anonkit.release import Release
 
 #: the largest tree kept: 2^MAX_DEPTH codes (the counts take 2^(MAX_DEPTH + 4) bytes)
 MAX_DEPTH = 24
 KEY_DTYPE = "S16"
-
-
-def parse_domain(text: str) -> tuple[int, int]:
-    """``"0,127"`` -> (0, 127)."""
-    parts = [p.strip() for p in str(text).split(",")]
-    try:
-        if len(parts) != 2:
-            raise ValueError
-        low, high = int(parts[0]), int(parts[1])
-    except ValueError:
-        raise InputError(f"--domain takes LOW,HIGH (two whole numbers), got {text!r}") from None
-    if high < low:
-        raise InputError(f"--domain {text}: the high end {high} is below the low end {low}")
-    return low, high
 
 
 @dataclass
@@ -249,22 +228,9 @@ class Records:
         return pos, self.keys[pos] == keys
 
 
-def incremental_spans(k: int, depth: int, values: list[int]) -> list[list[tuple[int, int]]]:
-    """The notebook's ``incrementalAnon k depth values``: after each insertion, the span of
-    every value so far (domain ``0 .. 2^depth - 1``)."""
-    tree = StreamTree(k, (0, (1 << depth) - 1))
-    out = []
-    for v in values:
-        tree.insert(v)
-        out.append(tree.spans())
-    return out
-
-
 def span_label(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """Released labels: the value alone, or ``[lo-hi]`` (``[lo, hi]`` when a bound is
     negative), as anonkit writes ranges."""
-    import pandas as pd
-
     lo = np.asarray(lo, dtype=np.int64)
     hi = np.asarray(hi, dtype=np.int64)
     if not len(lo):
@@ -279,91 +245,6 @@ def span_label(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
                       for a, b in zip(lo[first].tolist(), hi[first].tolist(), strict=True)],
                      dtype=object)
     return texts[inverse]
-
-
-# -- the sequential method ----------------------------------------------------------------
-
-
-def _column_values(df: pd.DataFrame, schema: Any) -> tuple[str, np.ndarray]:
-    import pandas as pd
-
-    qis = schema.quasi_identifiers
-    if len(qis) != 1:
-        raise InputError(f"the stream tree counts one integer quasi-identifier; "
-                         f"{len(qis)} were given ({', '.join(qis)})")
-    name = qis[0]
-    column = df[name]
-    if column.isna().any():
-        row = int(np.flatnonzero(column.isna().to_numpy())[0])
-        raise InputError(f"column {name!r} has a missing value in row {row}; the stream tree "
-                         f"counts whole numbers: fill or drop it")
-    if not pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
-        raise InputError(f"the stream tree counts whole numbers; column {name!r} holds values "
-                         f"such as {column.head(1).tolist()}")
-    return name, column.to_numpy()
-
-
-def stream_release(df: pd.DataFrame, schema: Any, tree: StreamTree, *,
-                   method_state: bytes | None, timings: dict[str, float],
-                   parameters: dict[str, object], split: np.ndarray | None = None
-                   ) -> Release:
-    """Every row of ``df`` released as its span under ``tree``'s counts."""
-    import pandas as pd
-
-    from anonkit.metrics import class_metrics
-    from anonkit.models.base import KAnonymity
-    from anonkit.release import Release, ReleaseKind, ThreatModel
-    from anonkit.verify import verify_release
-
-    t0 = time.perf_counter()
-    name, values = _column_values(df, schema)
-    lo, hi = tree.spans_of(values, split)
-    data = pd.DataFrame({c: df[c].array.copy() for c in schema.released_columns},
-                        index=pd.RangeIndex(len(df)))
-    data[name] = pd.Categorical(span_label(lo, hi))
-    width = float(tree.domain[1] - tree.domain[0])
-    gcp = float(((hi - lo) / width).mean()) if width > 0 and len(lo) else 0.0
-    timings["spans"] = time.perf_counter() - t0
-    release = Release(data, np.zeros(len(df), dtype=np.int64), pd.DataFrame(), [],
-                      {}, schema, "stream-tree", parameters, timings,
-                      kind=ReleaseKind.GENERALIZED, models=[KAnonymity(tree.k)],
-                      threat_model=ThreatModel.MONOTONE, method_state=method_state)
-    report = verify_release(release)
-    assert report is not None
-    release.metrics = class_metrics(report.class_sizes, tree.k) | {
-        "gcp": gcp, f"ncp.{name}": gcp, "stream.counted": float(tree.n_inserted)}
-    return release
-
-
-def anonymize(df: pd.DataFrame, schema: Any, options: dict[str, Any]) -> Release:
-    """One stream-tree release of ``df`` alone (the domain declared, or the data's)."""
-    tree, _ = _first_tree(df, schema, options)
-    _, values = _column_values(df, schema)
-    tree.insert_many(values)
-    return stream_release(df, schema, tree, method_state=tree.to_bytes(), timings={},
-                          parameters=_parameters(tree))
-
-
-def _first_tree(df: pd.DataFrame, schema: Any, options: dict[str, Any]
-                ) -> tuple[StreamTree, str]:
-    k = options.get("k")
-    if k is None:
-        raise InputError("method 'stream-tree' needs -k")
-    name, values = _column_values(df, schema)
-    domain = options.get("domain")
-    if domain is None:
-        if not len(values):
-            raise InputError("the first stream-tree release has no rows to take its domain "
-                             "from: declare it with --domain LOW,HIGH")
-        as_float = np.asarray(values, dtype=np.float64)
-        domain = (int(np.floor(as_float.min())), int(np.ceil(as_float.max())))
-    elif isinstance(domain, str):
-        domain = parse_domain(domain)
-    return StreamTree(k, tuple(domain)), name  # type: ignore[arg-type]
-
-
-def _parameters(tree: StreamTree) -> dict[str, object]:
-    return {"k": tree.k, "domain": f"{tree.domain[0]},{tree.domain[1]}", "depth": tree.depth}
 
 
 def history_split(tree: StreamTree, previous: np.ndarray | None, codes: np.ndarray,
@@ -401,63 +282,3 @@ def history_split(tree: StreamTree, previous: np.ndarray | None, codes: np.ndarr
     if previous is not None:
         split |= previous
     return split
-
-
-def publish(df: pd.DataFrame, request: Any, context: PublishContext) -> Release:
-    """The next release of a dataset with the stream tree (``--method stream-tree``).
-
-    The counts live in the history's method state with the records counted so far (by
-    pseudonym) and the nodes split so far. A record is counted once, when first seen (and
-    again if its value moved: the old count stays). Spans follow :func:`history_split`:
-    nodes once split stay split, so a row's spans only narrow and intersecting releases
-    narrows nothing. Deletions keep their counts and never undo a split: spans never
-    widen back; if the rows that left take a released class of this release below ``k``
-    rows, the boundary refuses the release (nothing is written).
-    """
-    options = dict(request.options)
-    timings: dict[str, float] = {}
-    t0 = time.perf_counter()
-    name, values = _column_values(df, context.schema)
-    keys = np.asarray(context.pseudonyms, dtype=KEY_DTYPE)
-    previous = context.previous
-    state = context.store.method_state(previous) if previous is not None else None
-    split_before: np.ndarray | None = None
-    if previous is None:
-        tree, _ = _first_tree(df, context.schema, options)
-        records = Records.empty()
-    elif state is None or previous.method != "stream-tree":
-        raise InputError(f"the previous release of {context.dataset!r} was made with "
-                         f"{previous.method!r}; the stream tree needs its counts from the "
-                         f"first release on: start a new dataset")
-    else:
-        tree, records, split_before = StreamTree.from_bytes(state)
-        if options.get("k") is not None and options["k"] != tree.k:
-            raise InputError(f"the stream tree of {context.dataset!r} was built for k={tree.k}; "
-                             f"a different k would change spans released before: keep "
-                             f"-k {tree.k}")
-        declared = options.get("domain")
-        if declared is not None:
-            declared = parse_domain(declared) if isinstance(declared, str) else tuple(declared)
-            if tuple(declared) != tree.domain:
-                raise InputError(f"the domain of {context.dataset!r} is fixed at "
-                                 f"{tree.domain[0]},{tree.domain[1]} since its first release; "
-                                 f"got --domain {declared[0]},{declared[1]}")
-    codes = tree.codes_of(values, where=f" of column {name!r}")
-    pos, known = records.lookup(keys)
-    moved = known & (records.codes[pos] != codes) if len(records.keys) else known
-    fresh = ~known | moved
-    tree.count_codes(codes[fresh])
-    cohort = np.where(known, records.cohort[pos] if len(records.keys) else 0, context.seq)
-    split = history_split(tree, split_before, codes, cohort, context.seq)
-    # every record counted so far: the latest code of those here, the others as they were
-    here = np.zeros(len(records.keys), dtype=bool)
-    here[pos[known]] = True
-    all_keys = np.concatenate([records.keys[~here], keys])
-    order = np.argsort(all_keys, kind="stable")
-    updated = Records(all_keys[order],
-                      np.concatenate([records.codes[~here], codes])[order],
-                      np.concatenate([records.cohort[~here], cohort])[order])
-    timings["count"] = time.perf_counter() - t0
-    return stream_release(df, context.schema, tree, split=split,
-                          method_state=tree.to_bytes(updated, split), timings=timings,
-                          parameters=_parameters(tree) | {"counted_now": int(fresh.sum())})

@@ -20,28 +20,27 @@ import sys
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import ParamSpec, TypeVar
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 import click
 
+from anonkit import jobs
+from anonkit._util.numbers import exact_number
 from anonkit._util.options import parse_pairs
-from anonkit.cli import (
+from anonkit.cli.common import (
     READING_PARAMETERS,
-    column_roles,
     given_method_options,
-    job_dialect,
+    load_config,
     method_options,
     order_option,
     reading_given,
     reading_options,
     role_options,
 )
-from anonkit.errors import AnonkitError, InputError
-from anonkit.history.chain import TamperedHistoryError
-from anonkit.history.possible import EXACT_SECONDS
-from anonkit.history.secret import SECRET_ENV, SECRET_FILE_ENV
-from anonkit.history.store import DEFAULT_HISTORY, HISTORY_ENV, HistoryStore, ReleaseInfo
-from anonkit.models.base import exact_number, format_parameters
+from anonkit.errors import AnonkitError
+
+if TYPE_CHECKING:
+    from anonkit.jobs import ReleaseInfo
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -93,16 +92,17 @@ def _audit_errors(fn: Callable[P, R]) -> Callable[P, R]:
 
 def _history_options(fn: Callable[P, R]) -> Callable[P, R]:
     fn = click.option("--secret-file", type=click.Path(dir_okay=False, path_type=Path),
-                      envvar=SECRET_FILE_ENV,
-                      help=f"The history's secret (or ${SECRET_FILE_ENV}; default: "
-                           f"${SECRET_ENV}, else HISTORY.secret beside an SQLite history). "
+                      envvar=jobs.SECRET_FILE_ENV,
+                      help=f"The history's secret (or ${jobs.SECRET_FILE_ENV}; default: "
+                           f"${jobs.SECRET_ENV}, else HISTORY.secret beside an SQLite "
+                           f"history). "
                            f"The default puts the secret in the history's folder, so a backup "
                            f"of that folder carries both: in production keep it elsewhere "
                            f"with --secret-file or the environment.")(fn)
-    return click.option("--history", envvar=HISTORY_ENV, default=DEFAULT_HISTORY,
+    return click.option("--history", envvar=jobs.HISTORY_ENV, default=jobs.DEFAULT_HISTORY,
                         show_default=True,
                         help=f"The release history: an SQLite file or a "
-                             f"postgresql+psycopg:// URL (or ${HISTORY_ENV}).")(fn)
+                             f"postgresql+psycopg:// URL (or ${jobs.HISTORY_ENV}).")(fn)
 
 
 def _judgement_options(verb: str, undecided: str) -> Callable[[F], F]:
@@ -115,7 +115,7 @@ def _judgement_options(verb: str, undecided: str) -> Callable[[F], F]:
             help=f"{verb} even though the history's releases do not match their "
                  f"authentication (changed without the secret). By default refused.")(fn)
         return click.option(
-            "--exact-seconds", type=click.FloatRange(min=0), default=EXACT_SECONDS,
+            "--exact-seconds", type=click.FloatRange(min=0), default=jobs.EXACT_SECONDS,
             show_default=True,
             help=f"How long to spend deciding exactly what can be deduced about records "
                  f"the bounds leave undecided; those still undecided {undecided}.")(fn)
@@ -123,28 +123,18 @@ def _judgement_options(verb: str, undecided: str) -> Callable[[F], F]:
     return decorate
 
 
+def _warning(message: str) -> None:
+    click.echo(f"warning: {message}", err=True)
+
+
 def _open(history: str, secret_file: Path | None, create: bool = False,
-          read_only: bool = False) -> HistoryStore:
+          read_only: bool = False) -> jobs.History:
     """Open the history; what opening warns of (an upgrade and where the old history was
-    copied, a secret kept beside the history) is one ``warning:`` line each on stderr. A
-    read-only open also warns of each pending release (left for ``recover``)."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            store = HistoryStore.open(history, secret_file=secret_file, create=create,
-                                      read_only=read_only)
-        finally:
-            for w in caught:
-                click.echo(f"warning: {w.message}", err=True)
-    for line in store.tampered:
-        click.echo(f"warning: the history was changed without its secret: {line}", err=True)
-    if read_only:
-        for info in store.pending():
-            click.echo(f"warning: release {info.seq} of {_printable(info.dataset)} is "
-                       f"pending: it was committed, but its file is still at "
-                       f"{info.pending_path}; `anonkit release recover` (or the next "
-                       f"publish) moves it to {info.output_path}", err=True)
-    return store
+    copied, a secret kept beside the history, releases changed without the secret, and
+    read-only each pending release, left for ``recover``) is one ``warning:`` line each on
+    stderr."""
+    return jobs.History(history, secret_file=secret_file, create=create, read_only=read_only,
+                        warn=_warning)
 
 
 def _shown(name: str) -> str:
@@ -152,9 +142,7 @@ def _shown(name: str) -> str:
     return name if name.isprintable() else ascii(name)[1:-1]
 
 
-def _printable(name: str) -> str:
-    """A stored name as a quoted literal (control and format characters escaped)."""
-    return ascii(name) if any(not c.isprintable() for c in name) else repr(name)
+_printable = jobs.printable_name
 
 
 @click.group("release")
@@ -164,11 +152,6 @@ def release() -> None:
 
 
 # -- publish -------------------------------------------------------------------------------
-
-
-#: the keys a publish job file has beside the anonymize job's, with their types
-PUBLISH_FIELDS: dict[str, object] = {"dataset": str, "key": str}
-PUBLISH_KEYS = frozenset(PUBLISH_FIELDS)
 
 
 @release.command("publish")
@@ -211,24 +194,11 @@ def publish_cmd(input_path: Path | None, dataset: str | None, key: str | None,
                 output: Path | None, allow_breach: bool, new_lineage: bool, history: str,
                 secret_file: Path | None, insensitive: str | None = None,
                 drop: str | None = None, as_json: bool = False,
-                exact_seconds: float = EXACT_SECONDS, accept_tampered: bool = False,
+                exact_seconds: float = jobs.EXACT_SECONDS, accept_tampered: bool = False,
                 **method_values: object) -> None:
     """Anonymize INPUT and publish it as the next release of --dataset. Every column needs
     a role (--qi, --sensitive, --id, --insensitive, --drop; the key is never released).
     Safety switches (--allow-breach, --new-lineage) are given on the command line only."""
-    from anonkit import methods
-    from anonkit.cli import job_from, load_config
-    from anonkit.data.io import check_output_path, read_table
-    from anonkit.hierarchy import read_arx_hierarchy
-    from anonkit.history.attacks import CrossReleaseBreachError
-    from anonkit.history.publish import (
-        GateOverriddenWarning,
-        PublishRequest,
-        publish,
-        refuse_history_output,
-    )
-    from anonkit.history.store import HistoryLocation
-
     given = {"input": str(input_path) if input_path else None,
              "output": str(output) if output else None, "dataset": dataset, "key": key,
              "quasi_identifiers": qi, "sensitive": sensitive, "identifiers": identifiers,
@@ -237,59 +207,28 @@ def publish_cmd(input_path: Path | None, dataset: str | None, key: str | None,
     for name in READING_PARAMETERS:
         method_values.pop(name, None)
     cli_options = given_method_options(method_values)
-    config = load_config(config_path, "publish", PUBLISH_FIELDS)
-    chosen = methods.get(given["method"] or config.get("method") or "mondrian")
+    config = load_config(config_path, "publish", jobs.PUBLISH_FIELDS)
+    chosen = jobs.find_method(str(given["method"] or config.get("method") or "mondrian"))
     for name, value in parse_pairs(options, "option").items():
         name = name.replace("-", "_")
         option = chosen.option(name)
-        cli_options[name] = [*cli_options.get(name, []), value] if option is not None and \
-            option.multiple else value
-    job = job_from(config, given, cli_options, PUBLISH_KEYS)
-    for name, flag in (("input", "INPUT"), ("output", "-o FILE"), ("dataset", "--dataset NAME"),
-                       ("key", "--key COLUMN")):
-        if not job.get(name):
-            raise InputError(f"no {name} given: pass {flag} or set {name} in the config")
-        if not isinstance(job[name], str):
-            raise InputError(f"{name} must be text, got {job[name]!r}")
-    source, target = Path(job["input"]), Path(job["output"])
-    check_output_path(source, target)
-    # before the history is opened (or created): never write over it, its journal or secret
-    refuse_history_output(target.absolute(), location=HistoryLocation.parse(history),
-                          secret_file=secret_file)
-    if not job["quasi_identifiers"]:
-        raise InputError("no quasi-identifiers given: pass --qi a,b,c")
-    request = PublishRequest(
-        dataset=job["dataset"], key=job["key"], quasi_identifiers=job["quasi_identifiers"],
-        sensitive=job["sensitive"], identifiers=job["identifiers"], method=job["method"],
-        options=job["options"],
-        hierarchies={col: read_arx_hierarchy(path, name=col)
-                     for col, path in job["hierarchies"].items()},
-        kinds=job["kinds"], orders=job["orders"])
-    dialect = job_dialect(job)
-    df = read_table(source, sep=job.get("separator"), header=dialect.header,
-                    names=dialect.names, na_values=dialect.na_values,
-                    skipinitialspace=dialect.skipinitialspace, encoding=dialect.encoding)
-    # every column needs a role, as for anonymize: one nobody named would go out raw
-    key_column = job["key"]
-    roles = column_roles([str(c) for c in df.columns], {
-        **job, "identifiers": [*job["identifiers"],
-                               *([key_column] if key_column in df.columns else [])],
-        "hierarchies": request.hierarchies}, job["quasi_identifiers"])
-    dropped = [name for name, role in roles.items() if role == "drop"]
-    if dropped:
-        df = df.drop(columns=dropped)
+        cli_options[name] = [*cli_options.get(name, []), value] \
+            if option is not None and option.multiple else value  # type: ignore[misc]
+    job = jobs.job_from(config, given, cli_options, jobs.PUBLISH_KEYS)
+    prepared = jobs.read_publish_job(job, history=history, secret_file=secret_file)
+    target = prepared.output
     figures: dict[str, float] = {}
     caught: list[warnings.WarningMessage] = []
     try:
-        with _open(history, secret_file, create=True) as store, \
+        with _open(history, secret_file, create=True) as opened, \
                 warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", GateOverriddenWarning)
-            store.accept_tampered = accept_tampered
+            warnings.simplefilter("always", jobs.GateOverriddenWarning)
             try:
-                info = publish(store, df, request, target, allow_breach=allow_breach,
-                               new_lineage=new_lineage, metrics=figures,
-                               exact_seconds=exact_seconds)
-            except CrossReleaseBreachError as exc:
+                info = opened.publish_job(prepared, allow_breach=allow_breach,
+                                          new_lineage=new_lineage, metrics=figures,
+                                          exact_seconds=exact_seconds,
+                                          accept_tampered=accept_tampered)
+            except jobs.CrossReleaseBreachError as exc:
                 # the message is one line; the findings (pseudonyms, never keys) on request
                 if as_json:
                     click.echo(json.dumps({"refused": True, "message": str(exc),
@@ -299,7 +238,7 @@ def publish_cmd(input_path: Path | None, dataset: str | None, key: str | None,
                 raise
     finally:
         for w in caught:
-            if issubclass(w.category, GateOverriddenWarning):
+            if issubclass(w.category, jobs.GateOverriddenWarning):
                 click.echo(f"warning: {w.message}", err=True)
             else:
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
@@ -311,9 +250,9 @@ def publish_cmd(input_path: Path | None, dataset: str | None, key: str | None,
                f"(sha256 {info.content_hash[:16]}...)")
     for verdict in info.verdicts:
         click.echo(f"  {'PASS' if verdict['passed'] else 'FAIL'} {verdict['model']} "
-                   f"({format_parameters(dict(verdict['parameters']))}): measured "
+                   f"({jobs.format_parameters(dict(verdict['parameters']))}): measured "
                    f"{exact_number(verdict['measured'])}")
-    for line in _own_lineage(info):
+    for line in _own_lineage(info.dataset, info.seq, info.lineage):
         click.echo(f"  {line}")
     click.echo(f"  {_gate_text(info)}")
     if "count_query.relative_error" in figures:
@@ -331,8 +270,7 @@ def publish_cmd(input_path: Path | None, dataset: str | None, key: str | None,
 
 def _gate_text(info: ReleaseInfo) -> str:
     """What the publish-time gate found, in one line."""
-    from anonkit.history.attacks import records_text
-
+    records_text = jobs.records_text
     gate = info.gate
     if gate is None:
         return ("gate: none (the first release of its dataset)" if info.seq == 1
@@ -364,9 +302,8 @@ def _shared_text(entry: dict[str, object]) -> str:
     return text
 
 
-def _own_lineage(info: ReleaseInfo) -> list[str]:
-    """The lineage decision recorded with ``info``, as lines."""
-    lineage = info.lineage
+def _own_lineage(dataset: str, seq: int, lineage: dict[str, object] | None) -> list[str]:
+    """The lineage decision recorded with release ``seq`` of ``dataset``, as lines."""
     if lineage is None:
         return ["lineage: not checked (recorded before the history kept history-wide "
                 "pseudonyms)"]
@@ -375,9 +312,9 @@ def _own_lineage(info: ReleaseInfo) -> list[str]:
         return (["lineage: published with --new-lineage; shares no records with other "
                  "datasets"] if lineage.get("new_lineage") else [])
     lines = []
-    for entry in shared:  # type: ignore[union-attr]
+    for entry in shared:  # type: ignore[attr-defined]
         sep = entry.get("separated_by") or {}
-        here = sep.get("dataset") == info.dataset and sep.get("seq") == info.seq
+        here = sep.get("dataset") == dataset and sep.get("seq") == seq
         how = ("declared a separate lineage by this release (--new-lineage)" if here else
                f"a separate lineage since release {sep.get('seq')} of "
                f"{_printable(str(sep.get('dataset')))} (--new-lineage)")
@@ -385,38 +322,9 @@ def _own_lineage(info: ReleaseInfo) -> list[str]:
     return lines
 
 
-def lineage_notes(store: HistoryStore, dataset: str) -> list[dict[str, object]]:
-    """Every recorded lineage decision concerning ``dataset``: its releases' own, and those
-    of other datasets' releases that share records with it."""
-    notes: list[dict[str, object]] = []
-    for info in store.releases():
-        lineage = info.lineage
-        if info.dataset == dataset:
-            if lineage is None:
-                notes.append({"dataset": info.dataset, "seq": info.seq, "checked": False})
-            elif lineage.get("shared") or lineage.get("new_lineage"):
-                notes.append({"dataset": info.dataset, "seq": info.seq, "checked": True,
-                              "lineage": lineage,
-                              "text": _own_lineage(info)})
-        elif lineage and any(str(e.get("dataset")) == dataset
-                             for e in lineage.get("shared") or []):  # type: ignore[union-attr]
-            entries = [e for e in lineage.get("shared") or []  # type: ignore[union-attr]
-                       if str(e.get("dataset")) == dataset]
-            notes.append({"dataset": info.dataset, "seq": info.seq, "checked": True,
-                          "lineage": {**lineage, "shared": entries},
-                          "text": [f"release {info.seq} of {_printable(info.dataset)} "
-                                   f"{line}" for line in _own_lineage(
-                                       _with_lineage(info, {**lineage, "shared": entries}))]})
-    return notes
-
-
-def _with_lineage(info: ReleaseInfo, lineage: dict[str, object]) -> ReleaseInfo:
-    from dataclasses import replace
-
-    return replace(info, lineage=lineage)
-
-
 def _lineage_lines(notes: list[dict[str, object]], dataset: str) -> list[str]:
+    """The lineage notes of ``dataset`` (:meth:`anonkit.jobs.History.lineage_notes`), as
+    lines: its releases' own decisions, then other datasets' releases sharing records."""
     lines = []
     unchecked = [int(n["seq"]) for n in notes  # type: ignore[call-overload]
                  if n["dataset"] == dataset and not n["checked"]]
@@ -427,9 +335,11 @@ def _lineage_lines(notes: list[dict[str, object]], dataset: str) -> list[str]:
     for n in notes:
         if not n["checked"]:
             continue
-        prefix = f"release {n['seq']} " if n["dataset"] == dataset else ""
-        for line in n["text"]:  # type: ignore[attr-defined]
-            lines.append(prefix + line if prefix else line)
+        own = _own_lineage(str(n["dataset"]), int(n["seq"]),  # type: ignore[call-overload]
+                           n["lineage"])  # type: ignore[arg-type]
+        prefix = (f"release {n['seq']} " if n["dataset"] == dataset
+                  else f"release {n['seq']} of {_printable(str(n['dataset']))} ")
+        lines += [prefix + line for line in own]
     return lines
 
 
@@ -450,8 +360,8 @@ def _models(info: ReleaseInfo) -> str:
 def list_cmd(dataset: str | None, verify: bool, as_json: bool, history: str,
              secret_file: Path | None) -> None:
     """List the releases in the history (read-only)."""
-    with _open(history, secret_file, read_only=True) as store:
-        infos = store.releases(dataset)
+    with _open(history, secret_file, read_only=True) as opened:
+        infos = opened.releases(dataset)
     if as_json:
         rows = [i.to_dict() | {"gate_overridden": i.gate_overridden}
                 | ({"file_status": i.file_status()} if verify else {}) for i in infos]
@@ -487,13 +397,10 @@ def show_cmd(dataset: str, seq: int, n_classes: int, as_json: bool, history: str
              secret_file: Path | None) -> None:
     """Show release SEQ of DATASET: how it was made and what an adversary sees in it
     (read-only)."""
-    from anonkit.history.attacks import EXACT_ONLY, exact_only_models, requirements_of
-
-    with _open(history, secret_file, read_only=True) as store:
-        info = store.release(dataset, seq)
-        view = store.load(info)
-        auxiliary = store.auxiliary_names(info)
-        has_state = store.method_state(info) is not None
+    with _open(history, secret_file, read_only=True) as opened:
+        details = opened.details(dataset, seq)
+    info, view, auxiliary, has_state = (details.info, details.view, details.auxiliary,
+                                        details.method_state)
     status = info.file_status()
     sizes = view.sizes
     counterfeits = int(view.counterfeits.sum())
@@ -532,15 +439,15 @@ def show_cmd(dataset: str, seq: int, n_classes: int, as_json: bool, history: str
     if auxiliary or has_state:
         lines.append(f"  kept beside   {', '.join(auxiliary) or '-'}"
                      + ("; the method's state" if has_state else ""))
-    lines += [f"  {line}" for line in _own_lineage(info)]
+    lines += [f"  {line}" for line in _own_lineage(info.dataset, info.seq, info.lineage)]
     lines.append(f"  {_gate_text(info)}")
     lines.append("  verdicts")
     lines += [f"    {'PASS' if v['passed'] else 'FAIL'} {v['model']} {v['parameters']}: "
               f"measured {v['measured']}" for v in info.verdicts]
     lines.append("  across releases")
     lines += [f"    {r.model}{f' on {r.attribute!r}' if r.attribute else ''}: {r.describe()}"
-              for r in requirements_of(info)]
-    lines += [f"    {model}: {EXACT_ONLY}" for model in exact_only_models(info)]
+              for r in details.requirements]
+    lines += [f"    {model}: {jobs.EXACT_ONLY}" for model in details.exact_only]
     if n_classes > 0 and len(sizes):
         lines.append(f"  first {min(n_classes, len(sizes))} classes (size, labels)")
         for c in range(min(n_classes, len(sizes))):
@@ -587,26 +494,15 @@ def audit_cmd(dataset: str, report_path: Path | None, as_json: bool, focus: int 
     """Judge every record of --dataset over all the releases that contain it; exit 3 on any
     breach, 2 on bad input, 1 if the audit itself failed (read-only). A gate tests the exit
     code != 0."""
-    from anonkit.history.attacks import audit
-
-    with _open(history, secret_file, read_only=True) as store:
-        if report_path is not None:  # the audit never writes over what the history holds
-            from anonkit.history.publish import refuse_history_output
-
-            refuse_history_output(report_path.absolute(), store, secret_file=secret_file,
-                                  refused="the audit's report was refused")
-        store.accept_tampered = accept_tampered
-        report = audit(store, dataset, k=k, l=l_, e=e, focus=focus, pairs=pairs, worst=worst,
-                       exact_seconds=exact_seconds)
-        notes = lineage_notes(store, dataset)
-    if report_path is not None:
-        from anonkit.history.report import write_html
-
-        write_html(report, report_path)
+    with _open(history, secret_file, read_only=True) as opened:
+        # (the report is refused before the audit if it would overwrite what the history
+        # holds, and written after it)
+        report = opened.audit(dataset, k=k, l=l_, e=e, focus=focus, pairs=pairs, worst=worst,
+                             exact_seconds=exact_seconds, accept_tampered=accept_tampered,
+                             report=report_path)
+        notes = opened.lineage_notes(dataset)
     if as_json:
-        click.echo(json.dumps(report.to_dict() | {"lineage": [
-            {k_: v for k_, v in n.items() if k_ != "text"} for n in notes]},
-            indent=1, default=str))
+        click.echo(json.dumps(report.to_dict() | {"lineage": notes}, indent=1, default=str))
     else:
         click.echo(report.summary())
         for line in _lineage_lines(notes, dataset):
@@ -631,22 +527,17 @@ def recover_cmd(history: str, secret_file: Path | None, accept_tampered: bool = 
     """Finish what a killed publisher left half done (move a committed release's file to
     its name), and upgrade a history of an older format (keeping a copy of it). The next
     publish does the same; list, show and audit never write."""
-    with _open(history, secret_file) as store:  # opening writable upgrades and recovers
-        if store.tampered:
-            if not accept_tampered:
-                raise TamperedHistoryError(
-                    f"the history {history} was changed without its secret "
-                    f"({store.tampered[0]}); nothing was changed. Restore it from a backup, "
-                    f"or accept it as it is now with --accept-tampered")
-            sealed = store.seal()
-            click.echo(f"accepted the history as it is now: {sealed} releases "
-                       f"authenticated again", err=True)
-            store.recovered = store.recover()
-        pending = store.pending()
-        for line in store.recovered:
-            click.echo(f"recovered {line}")
-    if pending:
-        for info in pending:
+
+    def sealed(n: int) -> None:
+        click.echo(f"accepted the history as it is now: {n} releases authenticated again",
+                   err=True)
+
+    with _open(history, secret_file) as opened:  # opening writable upgrades and recovers
+        done = opened.recover(accept_tampered=accept_tampered, on_sealed=sealed)
+    for line in done.recovered:
+        click.echo(f"recovered {line}")
+    if done.pending:
+        for info in done.pending:
             click.echo(f"release {info.seq} of {_printable(info.dataset)} is still pending: "
                        f"its file is neither at {info.pending_path} nor at "
                        f"{info.output_path}", err=True)

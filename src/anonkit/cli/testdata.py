@@ -1,14 +1,16 @@
 """``anonkit testdata``: behaviour-preserving anonymized test data for a Python function.
 
-Only composes :func:`anonkit.testdata.generate`, :meth:`Release.write` and the report.
+The work is :func:`anonkit.jobs.generate_testdata` and :func:`anonkit.jobs.write_testdata`.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Any
 
 import click
+
+from anonkit.cli.common import run_body
 
 
 @click.command("testdata")
@@ -55,40 +57,18 @@ def testdata(program: str, data_path: str, k: int, option: str, output: str,
 
     Exits 0 when tuples were released, 2 on bad input or when nothing could be released.
     """
-    from anonkit.cli import _run
 
     def body() -> int:
-        from anonkit._util.options import parse_pairs
-        from anonkit.data.io import check_output_path, output_format
-        from anonkit.errors import InputError
-        from anonkit.testdata import Limits, generate
-        from anonkit.testdata.report import to_json, write_html
+        from anonkit import jobs
 
-        check_output_path(data_path, output)
-        if report is not None:
-            check_output_path(data_path, report)
-        if time_limit <= 0 or max_decisions < 1:
-            raise InputError("--time-limit must be positive and --max-decisions at least 1")
-        declared: dict[str, Any] = dict(parse_pairs(types, "type")) if types else {}
-        result = generate(program, data_path, k, option, types=declared, pf_scope=pf_scope,
-                          opt_out=[f.strip() for f in opt_out.split(",") if f.strip()],
-                          field_choice=field_choice, it_mode=it_mode, seed=seed,
-                          limits=Limits(time_limit=time_limit, max_decisions=max_decisions),
-                          workers=workers)
-        if report is not None:
-            write_html(result, program, report)
+        result = jobs.generate_testdata(
+            program, data_path, k, option, output=output, report=report, seed=seed,
+            types=types, pf_scope=pf_scope, opt_out=opt_out, field_choice=field_choice,
+            it_mode=it_mode, time_limit=time_limit, max_decisions=max_decisions,
+            workers=workers)
         if as_json:
-            click.echo(to_json(result))
-        if len(result.release.data) == 0:
-            reasons = sorted({b.reason for b in result.buckets if b.reason})
-            raise InputError(f"no tuple could be released (nothing written): "
-                             f"{'; '.join(reasons[:3]) or 'no path was traced'}")
-        release = result.release
-        if output_format(output) == "csv":
-            # a float column whose values happen to be whole would read back as integers
-            release.data = release.data.apply(
-                lambda c: c.map(lambda v: repr(float(v))) if c.dtype.kind == "f" else c)
-        release.write(output)
+            click.echo(json.dumps(result.to_dict(), indent=2, default=str))
+        jobs.write_testdata(result, output)
         if not as_json:
             click.echo(f"released {len(result.release.data)} tuples for "
                        f"{sum(1 for b in result.buckets if b.released)} of "
@@ -98,4 +78,4 @@ def testdata(program: str, data_path: str, k: int, option: str, output: str,
             click.echo(f"written: {Path(output).resolve()}")
         return 0
 
-    _run(body)
+    run_body(body)

@@ -8,7 +8,7 @@
  * copied value by value and quoted only when they have to be (the separator, a quote or a
  * line break inside, or an empty string, which must stay distinct from a missing value).
  *
- * The caller (anonkit.data.io) turns every column into a list of chunks, each a tuple
+ * The caller (anonkit.data.write) turns every column into a list of chunks, each a tuple
  *   (0, length, n_labels, valid, indices, label_offsets, label_bytes)  a dictionary chunk,
  *   (1, length, offset_width, valid, offsets, data, None)             a string chunk, or
  *   (2, length, offset_width, valid, offsets, data, None)             a string chunk whose
@@ -562,7 +562,7 @@ static PyMethodDef methods[] = {
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_csv_writer", "CSV rows from Arrow buffers (see anonkit.data.io).", -1,
+    PyModuleDef_HEAD_INIT, "_csv_writer", "CSV rows from Arrow buffers (see anonkit.data.write).", -1,
     methods,
 };
 

@@ -2,7 +2,7 @@
 hierarchies, and a seeded synthetic census generator of any size.
 
 A :class:`Dataset` carries the roles along with the table, so ``ds.schema()`` is all an
-example needs. ``make_census`` returns the same dtypes :func:`anonkit.data.io.read_table` gives
+example needs. ``make_census`` returns the same dtypes :func:`anonkit.data.read.read_table` gives
 (object strings, int64, float64, ``datetime64[ms]``), so a generated table written to disk
 and read back is equal to the original.
 """
@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from anonkit.data.table import Schema
+from anonkit.data.read import read_table  # read imports nothing from here; keep import cheap
+from anonkit.data.schema import Schema
 from anonkit.errors import InputError
 from anonkit.hierarchy import (
     Hierarchy,
@@ -92,8 +93,6 @@ def load_adult() -> Dataset:
 
 @functools.lru_cache(maxsize=1)
 def _load_adult_cached() -> tuple[pd.DataFrame, Path, dict[str, Hierarchy]]:
-    from anonkit.data.io import read_table  # io imports nothing from here; keep import cheap
-
     folder = resources.files("anonkit.datasets").joinpath("data")
     # The package is installed as files (setuptools package-data), not zipped; as_file
     # keeps this correct for a zipped install too, at the cost of a temp copy.

@@ -19,7 +19,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from anonkit.data.table import ColumnSpec, Encoding, Kind, Role, Schema
+from anonkit.checker import CheckReport, check
+from anonkit.data.encoding import Encoding
+from anonkit.data.schema import ColumnSpec, Kind, Role, Schema
+from anonkit.distributed.cluster import wait_for
 from anonkit.distributed.source import concat_frames
 from anonkit.models.base import PrivacyModel, SensitiveAttribute, Verdict
 
@@ -46,15 +49,11 @@ class DistributedCheck:
         return all(v.passed for v in self.verdicts)
 
     def __str__(self) -> str:
-        from anonkit.checker import CheckReport
-
         return str(CheckReport(self.verdicts, self.attributes, self.worst_class_values,
                                self.n_rows, self.n_classes, self.quasi_identifiers,
                                self.sensitive, self.class_sizes))
 
     def to_dict(self) -> dict[str, object]:
-        from anonkit.checker import CheckReport
-
         return CheckReport(self.verdicts, self.attributes, self.worst_class_values,
                            self.n_rows, self.n_classes, self.quasi_identifiers,
                            self.sensitive, self.class_sizes).to_dict()
@@ -79,8 +78,6 @@ def check_parts(client: Any, parts: Sequence[Any], quasi_identifiers: Sequence[s
     ``encoding`` encodes the sensitive columns with the reference distribution; without
     one it is fitted on the whole table here (categorical unless the columns are numeric).
     """
-    from anonkit.distributed.cluster import wait_for
-
     qis, sens = list(quasi_identifiers), list(sensitive)
     if encoding is None and sens:
         encoding = fit_sensitive_encoding(client, parts, sens, {})
@@ -188,8 +185,6 @@ def _used_categories(column: pd.Series) -> pd.Series:
 def _check_bucket(pieces: list[pd.DataFrame], qis: list[str], sens: list[str],
                   models: list[PrivacyModel], encoding: Encoding | None
                   ) -> tuple[_BucketResult, np.ndarray] | None:
-    from anonkit.checker import check
-
     pieces = [p for p in pieces if len(p)]
     if not pieces:
         return None

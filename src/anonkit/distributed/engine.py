@@ -4,15 +4,15 @@ The job, on a cluster (a :class:`distributed.LocalCluster` by default):
 
 1. **Encoding, fitted once.** Every piece of the input is read on a worker; the distinct
    values of each quasi-identifier and sensitive column and their counts are summed into
-   one :class:`~anonkit.data.table.Encoding` (the same codes :func:`anonkit.data.table.encode` gives
-   the whole table). The sensitive columns' counts are the *global* reference
-   distribution of t-closeness, δ and β.
+   one :class:`~anonkit.data.encoding.Encoding` (the same codes
+   :func:`anonkit.data.encoding.encode` gives the whole table). The sensitive columns'
+   counts are the *global* reference distribution of t-closeness, δ and β.
 2. **Fragments.** A sample is encoded and cut as Mondrian starts (see
    :mod:`anonkit.distributed.fragments`), as the Spark implementation of Mondrian does.
    Every fragment is then counted on the *full* data, and a fragment too small, or whose
    rows break a model, is merged back with its sibling (the cut is undone).
 3. **Anonymization.** Each fragment goes to a worker, which runs the Core's
-   :meth:`Mondrian.partition <anonkit.algorithms.mondrian.Mondrian.partition>` on it with
+   :meth:`Mondrian.partition <anonkit.methods.mondrian.Mondrian.partition>` on it with
    the global encoding and the global reference distribution, generalizes it with the
    Core's forms and writes it as one Parquet file in a temporary directory.
 4. **Verification on the whole output** (:mod:`anonkit.distributed.check`): the written
@@ -47,9 +47,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from anonkit._util.files import atomic_write, system_error
+from anonkit._util.numbers import whole_number
 from anonkit._util.randomness import privacy_rng
-from anonkit.algorithms.mondrian import Mondrian
-from anonkit.data.table import EncodedColumn, EncodedTable, Encoding, Kind, Schema
+from anonkit.assemble import release_table
+from anonkit.data.encoding import EncodedColumn, EncodedTable, Encoding
+from anonkit.data.schema import Kind, Schema
 from anonkit.distributed.check import (
     DistributedCheck,
     _value_counts,
@@ -61,14 +64,17 @@ from anonkit.distributed.check import (
 from anonkit.distributed.cluster import dask_client, wait_for
 from anonkit.distributed.fragments import CutTree, build_cut_tree, merge_fragments
 from anonkit.distributed.source import (
+    ParquetPiece,
     concat_frames,
     read_parquet_piece,
     source_columns,
     source_parts,
 )
 from anonkit.errors import InputError, ModelNotMetError
-from anonkit.generalization import Form
+from anonkit.generalization import Form, generalize_columns
 from anonkit.hierarchy.base import Hierarchy
+from anonkit.methods.mondrian import Mondrian
+from anonkit.metrics import class_metrics
 from anonkit.models.base import Classes, PrivacyModel, SensitiveAttribute, Verdict, exact_number
 
 #: rows of the sample the first cuts are taken on
@@ -151,14 +157,9 @@ class DaskMondrian:
 
     def _validate(self) -> None:
         for name in ("sample_rows", "fragment_rows"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise InputError(f"{name} must be a whole number >= 1, got {value!r}")
-        if self.min_fragments is not None and (
-                isinstance(self.min_fragments, bool) or not isinstance(self.min_fragments, int)
-                or self.min_fragments < 1):
-            raise InputError(f"min_fragments must be a whole number >= 1, got "
-                             f"{self.min_fragments!r}")
+            whole_number(name, getattr(self, name), "python", 1)
+        if self.min_fragments is not None:
+            whole_number("min_fragments", self.min_fragments, "python", 1)
 
     # -- the public entry point ----------------------------------------------------------
     def anonymize(
@@ -247,14 +248,14 @@ class DaskMondrian:
         sample_table = encoding.transform(sample)
         core = self._core()
         references = encoding.reference_counts
-        models = core._resolved_models([SensitiveAttribute.from_encoded(c, references[c.name])
+        models = core.resolved_models([SensitiveAttribute.from_encoded(c, references[c.name])
                                         for c in sample_table.sensitive])
         refused = [m for m in models if not m.monotonic]
         if refused:
             raise InputError(f"{refused[0].title()} is not monotonic, so fragments anonymized "
                              f"apart cannot be merged safely; use the single-process engine "
                              f"(--engine local) for it")
-        forms = core._forms(sample_table)
+        forms = core.forms(sample_table)
         timings["encode"] = time.perf_counter() - t0
 
         # 2. fragments: the first cuts on the sample, counted and merged on the full data
@@ -388,15 +389,11 @@ def _anonymize_fragment(index: int, pieces: list[LeafPiece], encoding: Encoding,
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from anonkit.assemble import release_table
-    from anonkit.generalization import generalize_columns
-
     df, table = _fragment_table(encoding, pieces)
     partition = core.partition(table, models, encoding.reference_counts)
     generalized, released = generalize_columns(table.quasi_identifiers, forms, partition)
     data = release_table(df, encoding.schema, released)
     final = Path(directory) / f"part-{index:05d}.parquet"
-    temporary = final.with_name(f".{final.name}.{uuid.uuid4().hex[:8]}.tmp")
     arrow = pa.Table.from_pandas(data, preserve_index=False)
     # one index type for every file's dictionaries, so the directory reads as one dataset
     arrow = arrow.cast(pa.schema(
@@ -405,8 +402,8 @@ def _anonymize_fragment(index: int, pieces: list[LeafPiece], encoding: Encoding,
         metadata=arrow.schema.metadata))
     # no column statistics: min / max of generalized labels tell nothing, and computing
     # them takes half the writing time
-    pq.write_table(arrow, temporary, write_statistics=False)
-    os.replace(temporary, final)
+    with atomic_write(final, refuse=system_error) as temporary:
+        pq.write_table(arrow, temporary, write_statistics=False)
     sizes = partition.sizes
     return {"file": str(final), "rows": int(sizes.sum()), "partitions": len(sizes),
             "loss": [float(np.asarray(g.loss, dtype=np.float64) @ sizes) for g in generalized]}
@@ -414,8 +411,6 @@ def _anonymize_fragment(index: int, pieces: list[LeafPiece], encoding: Encoding,
 
 def _read_file(path: str, columns: list[str]) -> pd.DataFrame:
     import pyarrow.parquet as pq
-
-    from anonkit.distributed.source import ParquetPiece
 
     groups = tuple(range(pq.ParquetFile(path).metadata.num_row_groups))
     return read_parquet_piece(ParquetPiece(path, groups, 0), columns)
@@ -469,8 +464,6 @@ def _metrics(written: list[dict[str, Any]], report: DistributedCheck, qis: list[
              k: int) -> dict[str, float]:
     """The release's figures: the certainty penalties from the fragments' classes, the
     class figures from the classes as the verifier grouped the whole output."""
-    from anonkit.metrics import class_metrics
-
     n = sum(w["rows"] for w in written)
     per_qi = np.sum([w["loss"] for w in written], axis=0) / max(n, 1)
     out = {"gcp": float(per_qi.mean()) if len(per_qi) else 0.0,

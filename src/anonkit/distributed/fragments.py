@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from anonkit.data.table import EncodedColumn
+from anonkit.data.encoding import EncodedColumn
 
 LEAF = -1  # the dimension of a leaf
 GONE = -2  # the dimension of a node below an undone cut

@@ -1,7 +1,7 @@
 """Input for the Dask engine: a CSV or Parquet file, or a directory of Parquet files, as
 pieces that workers read on their own (the client never holds the table).
 
-A Parquet piece is a run of row groups of one file, read with :mod:`anonkit.data.io`'s
+A Parquet piece is a run of row groups of one file, read with :mod:`anonkit.data.read`'s
 conversion (text as Categorical), so a worker sees the same dtypes the single-process
 command line gives. A CSV file is cut into byte blocks by :func:`dask.dataframe.read_csv`,
 with the column types of its first rows; Parquet is the better input for large tables
@@ -20,6 +20,7 @@ from typing import Any
 import pandas as pd
 from pandas.api.types import union_categoricals
 
+from anonkit.data.read import read_table, table_columns, to_pandas
 from anonkit.errors import InputError
 
 #: a Parquet piece holds about this many rows (whole row groups)
@@ -64,8 +65,6 @@ def is_parquet(path: Path) -> bool:
 
 def source_columns(source: str | Path) -> list[str]:
     """The column names of ``source`` (of its first file)."""
-    from anonkit.data.io import table_columns
-
     files = table_files(source)
     names = table_columns(files[0])
     for other in files[1:]:
@@ -104,11 +103,9 @@ def parquet_pieces(files: Sequence[Path], piece_rows: int = PIECE_ROWS) -> list[
 
 
 def read_parquet_piece(piece: ParquetPiece, columns: Sequence[str] | None) -> pd.DataFrame:
-    """One piece as :func:`anonkit.data.io.read_table` would give its rows."""
+    """One piece as :func:`anonkit.data.read.read_table` would give its rows."""
     import pyarrow as pa
     import pyarrow.parquet as pq
-
-    from anonkit.data.io import to_pandas
 
     schema = pq.read_schema(piece.path)
     # text read straight into dictionaries (Parquet stores it so): 4x faster than strings
@@ -136,12 +133,10 @@ def source_parts(source: str | Path, columns: Sequence[str] | None) -> list[Any]
 
 
 def _csv_parts(path: Path, columns: Sequence[str] | None) -> list[Any]:
-    """Byte blocks of a CSV file, each read with the column types :func:`anonkit.data.io.
+    """Byte blocks of a CSV file, each read with the column types :func:`anonkit.data.read.
     read_table` gives the file's first rows (a block must not guess its own: a zip code
     column is text in every block, or in none)."""
     import dask.dataframe as dd
-
-    from anonkit.data.io import read_table
 
     sep = _separator(path)
     with path.open(encoding="utf-8", errors="replace") as file, \
@@ -168,8 +163,6 @@ def _csv_parts(path: Path, columns: Sequence[str] | None) -> list[Any]:
 
 
 def _separator(path: Path) -> str:
-    from anonkit.data.io import table_columns
-
     header = path.open(encoding="utf-8", errors="replace").readline()
     names = table_columns(path)
     for sep in (",", ";", "\t", "|"):

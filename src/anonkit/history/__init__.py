@@ -6,7 +6,7 @@ even when each release is safe alone. This package keeps the history of releases
 with record keys only as keyed hashes), publishes atomically with it (:func:`publish`),
 audits the releases against each other (:func:`audit`), tells what an adversary has
 accumulated about each record (:func:`knowledge`), and lets sequential engines plug in
-(:func:`register_method`).
+(:func:`register_engine`).
 """
 
 from anonkit.history.attacks import (
@@ -18,22 +18,13 @@ from anonkit.history.attacks import (
     audit,
     audit_views,
 )
-from anonkit.history.knowledge import Knowledge, knowledge, knowledge_views
-from anonkit.history.publish import (
-    PublishContext,
-    PublishRequest,
-    publish,
-    register_method,
-    registered_methods,
-)
+from anonkit.history.engines import register_engine
+from anonkit.history.engines.context import PublishContext, PublishRequest
+from anonkit.history.knowledge.view import Knowledge, knowledge, knowledge_views
+from anonkit.history.publish import publish
+from anonkit.history.records import PreparedRelease, ReleaseInfo, ReleaseView
 from anonkit.history.secret import SecretBesideHistoryWarning
-from anonkit.history.store import (
-    HistoryStore,
-    HistoryUpgradedWarning,
-    PreparedRelease,
-    ReleaseInfo,
-    ReleaseView,
-)
+from anonkit.history.store import HistoryStore, HistoryUpgradedWarning
 
 __all__ = [
     "ADVERSARIES",
@@ -55,6 +46,5 @@ __all__ = [
     "knowledge",
     "knowledge_views",
     "publish",
-    "register_method",
-    "registered_methods",
+    "register_engine",
 ]

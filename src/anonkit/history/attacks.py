@@ -29,7 +29,7 @@ labels overlap):
     release that carries values on rows shows each linked person's value, so the target's
     values are exactly its cell's: the history keeps every record's released value for
     this, encrypted under the history's secret (see
-    :data:`anonkit.history.store.record_values_table`: a stolen history without the secret
+    :data:`anonkit.history.schema.record_values_table`: a stolen history without the secret
     reveals nothing of them). A person whose rows show different values is no candidate for
     a value that does not change. Over permuted releases alone it links a person to groups,
     not values: it knows what the qi adversary deduces. A migrated history without recorded
@@ -76,7 +76,6 @@ breaches.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -84,16 +83,12 @@ from typing import Any
 
 import numpy as np
 
+from anonkit._util.numbers import json_number
 from anonkit.errors import HistoryError
-from anonkit.history.knowledge import (
-    Accumulated,
-    Measures,
-    _measure,
-    accumulated,
-    cell_members,
-    fold,
-    sorted_values,
-)
+from anonkit.history.intersection import intersection_scopes
+from anonkit.history.knowledge.engine import Accumulated, Measures, _measure, fold
+from anonkit.history.knowledge.state import accumulated
+from anonkit.history.knowledge.view import cell_members, sorted_values
 from anonkit.history.possible import (
     EXACT_SECONDS,
     IMPOSSIBLE,
@@ -102,8 +97,9 @@ from anonkit.history.possible import (
     settle,
     structure,
 )
-from anonkit.history.store import HistoryStore, ReleaseInfo, ReleaseView
-from anonkit.models.base import CrossReleaseRequirement, format_parameters
+from anonkit.history.records import ReleaseInfo, ReleaseView
+from anonkit.history.requirements import Requirement, exact_only_models, requirements_of
+from anonkit.history.store import HistoryStore
 
 ADVERSARIES = {
     "qi": "knows everyone's quasi-identifiers, so every record's class or absence in every "
@@ -123,38 +119,10 @@ EXACT_ONLY = "checked across releases only for exact disclosure"
 _N_WORST = 5
 _N_VALUES_SHOWN = 10
 
-#: one type for what a model promises across releases
-Requirement = CrossReleaseRequirement
 
 #: the measures an explicit threshold (``-k``, ``-l``, ``-e``) replaces
 _OVERRIDES = {"candidates": ("candidates",), "distinct": ("distinct", "distinct_present"),
               "range": ("range",)}
-
-
-def requirements_of(info: ReleaseInfo) -> list[Requirement]:
-    """What a release promised across releases: the requirements its models declared."""
-    try:
-        return [Requirement.from_dict(d) for d in info.requirements]
-    except (KeyError, TypeError, ValueError) as exc:
-        raise HistoryError(f"release {info.seq} of {info.dataset!r} has a malformed "
-                           f"cross-release requirement ({exc}); the history is damaged"
-                           ) from None
-
-
-def exact_only_models(info: ReleaseInfo) -> list[str]:
-    """The release's models that declared no cross-release requirement (named with their
-    parameters): the audit checks them only for exact disclosure."""
-    covered = {r.model for r in requirements_of(info)}
-    out = []
-    for m in info.models:
-        name = str(m.get("model", ""))
-        params = m.get("parameters") or {}
-        if name not in covered:
-            title = (f"{name} ({format_parameters(params)})"
-                     if isinstance(params, dict) and params else name)
-            if title not in out:
-                out.append(title)
-    return out
 
 
 def _merge(requirements: Sequence[Requirement]) -> list[Requirement]:
@@ -451,8 +419,6 @@ def audit(store: HistoryStore, dataset: str, *, k: float | None = None,
     if pairs:
         report.pairs = pair_scopes(views, k=k, l=l, e=e, focus=focus, worst=worst,
                                    exact_seconds=exact_seconds)
-    from anonkit.history.intersection import intersection_scopes
-
     report.intersections = intersection_scopes(views, k)
     return report
 
@@ -736,7 +702,7 @@ def _worst(acc: Accumulated, infos: Sequence[ReleaseInfo], m: Measures,
         record = int(m.targets[t])
         case: dict[str, object] = {
             "record": acc.pseudonym(record).hex(),
-            "level": _number(level[t]),
+            "level": json_number(level[t]),
             "releases": [int(s) for s in seqs],
             "classes": dict(zip(seqs, map(int, classes), strict=True)),
             "class_sizes": {s: int(r.sizes[c]) for s, r, c in zip(seqs, releases, classes,
@@ -745,7 +711,7 @@ def _worst(acc: Accumulated, infos: Sequence[ReleaseInfo], m: Measures,
         if adversary == "linkage":
             case["candidates_linkage"] = int(m.candidates_linkage[t])
         else:
-            case["candidates_qi"] = _number(m.candidates_qi[t])
+            case["candidates_qi"] = json_number(m.candidates_qi[t])
         fake = {s: int(r.counterfeits[c]) for s, r, c in zip(seqs, releases, classes,
                                                              strict=True)}
         if any(fake.values()):
@@ -783,22 +749,9 @@ def _linked_values(acc: Accumulated, attr: str, record: int) -> np.ndarray:
 
 def _shown(acc: Accumulated, attr: str, ids: np.ndarray) -> list[object]:
     """At most _N_VALUES_SHOWN values, in the knowledge's one order (missing last)."""
-    return [_plain(v) for v in sorted_values(acc, attr, ids)[:_N_VALUES_SHOWN]]
+    return [json_number(v) for v in sorted_values(acc, attr, ids)[:_N_VALUES_SHOWN]]
 
 
 def _finding_order(f: Finding) -> tuple[int, str, str, str, bool, bool]:
     return (0 if f.adversary == "qi" else 1, f.model, f.measure, f.attribute or "",
             f.outside_claim, not f.proved)
-
-
-def _number(x: float) -> float | int:
-    x = float(x)
-    return int(x) if x.is_integer() else x
-
-
-def _plain(value: object) -> object:
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float):
-        return None if math.isnan(value) else _number(value)
-    return value

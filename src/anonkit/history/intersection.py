@@ -12,7 +12,7 @@ knowledge with fewer than ``k`` rows is *breached*.
 Rebuilding an alphabetic tree for every release breaches rows (the notebook's ``[1..5]``
 then ``[1,2,3,4,5,3]``); the stream tree never does: its spans only refine, so a row's
 knowledge is its latest span, a whole class. Labels are parsed as the audit parses them
-(:mod:`anonkit.history.knowledge`): ranges and exact numbers become intervals; any other
+(:func:`anonkit.labels.label_boxes`): ranges and exact numbers become intervals; any other
 label (a set, a hierarchy node) is compared as it is and never narrowed.
 
 This attack assumes less than the audit's linkage adversary, who also knows which records
@@ -31,8 +31,10 @@ from itertools import pairwise
 import numpy as np
 import pandas as pd
 
-from anonkit.history.knowledge import _parse_labels
-from anonkit.history.store import HistoryStore, ReleaseView
+from anonkit.history.records import ReleaseView
+from anonkit.history.requirements import requirements_of
+from anonkit.history.store import HistoryStore
+from anonkit.labels import INTERVAL, label_boxes
 
 
 def parse_spans(labels: Sequence[object] | np.ndarray | pd.Series
@@ -50,15 +52,15 @@ def _name_spans(names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     low, high = np.full(len(names), np.nan), np.full(len(names), np.nan)
     if not len(names):
         return low, high
-    # what the parse calls a set: a text matching \{.*\} (no line break); a number or a
+    # a text in braces reads as a set (or is malformed): never an interval; a number or a
     # missing label never prints with braces
     text = names.astype(str)
     is_set = (np.strings.startswith(text, "{") & np.strings.endswith(text, "}")
               & (np.strings.find(text, "\n") < 0))
     rest = np.flatnonzero(~is_set)
     if len(rest):
-        kind, lo, hi, *_ = _parse_labels(names[rest])
-        interval = kind == 0
+        kind, lo, hi, *_ = label_boxes(names[rest])
+        interval = kind == INTERVAL
         low[rest] = np.where(interval, lo, np.nan)
         high[rest] = np.where(interval, hi, np.nan)
     return low, high
@@ -296,8 +298,6 @@ def _match(earlier: np.ndarray, later: np.ndarray) -> np.ndarray:
 
 
 def _k_of(view: ReleaseView) -> int | None:
-    from anonkit.history.attacks import requirements_of
-
     ks = [r.threshold for r in requirements_of(view.info) if r.measure == "candidates"]
     return int(max(ks)) if ks else None
 

@@ -58,25 +58,22 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from anonkit.errors import HistoryError
-from anonkit.history.secret import Secret
-from anonkit.history.store import (
+from anonkit.history.crypto import decrypt_knowledge_v3, encrypt_classes, encrypt_knowledge
+from anonkit.history.location import SQLITE_BUSY_TIMEOUT, HistoryLocation
+from anonkit.history.rows import record_map_from_rows
+from anonkit.history.schema import (
     SCHEMA_VERSION,
-    SQLITE_BUSY_TIMEOUT,
     V2_TABLES,
     V3_TABLES,
-    HistoryLocation,
     classes_table,
-    decrypt_knowledge_v3,
-    encrypt_classes,
-    encrypt_knowledge,
     knowledge_table,
-    record_map_from_rows,
     record_maps_table,
     records_table,
     releases_table,
     schema_table,
-    seal_history,
 )
+from anonkit.history.sealing import seal_history
+from anonkit.history.secret import Secret
 from anonkit.models.base import CrossReleaseRequirement
 
 #: Test seam: a step name -> a function called there (``upgraded``: every change made,

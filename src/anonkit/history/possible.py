@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from anonkit.history import _knowledge_c
-from anonkit.history.knowledge import _VALUE_BITS, Accumulated, _expand
+from anonkit.history.knowledge.engine import _VALUE_BITS, Accumulated, _expand
 
 #: an entry's status: proved possible / neither proved / ruled out
 POSSIBLE, UNDECIDED, IMPOSSIBLE = 1, 0, -1

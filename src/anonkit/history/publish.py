@@ -34,10 +34,11 @@ crash window leaves a *published file with no history row*, which the audit woul
 see; ours leaves a recorded release whose file is not yet visible, which is only
 conservative (the audit counts a release an adversary may not even have).
 
-Methods come from a registry so sequential engines can plug in: ``register_method(name, fn)``
-with ``fn(df, request, context) -> Release``. The context carries the history
-store, the previous release and every input row's pseudonym, so an engine can honour the
-previous release (m-invariance keeps signatures, incremental (k,e) checks Lemma 1).
+A sequential method's engine (:mod:`anonkit.history.engines`) is handed the past as data:
+the previous release, its method state, the earlier releases' views and every input row's
+pseudonym (:class:`~anonkit.history.engines.context.PublishContext`), so it can honour the
+earlier releases (m-invariance keeps signatures, incremental (k,e) checks Lemma 1) without
+ever touching the store; a one-shot method runs alone.
 """
 
 from __future__ import annotations
@@ -46,45 +47,42 @@ import os
 import time
 import unicodedata
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import suppress
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol
 
 import numpy as np
 import pandas as pd
 
-from anonkit.data.table import Kind, Schema
+from anonkit import methods
+from anonkit._util.files import fsync_directory, sha256_file
+from anonkit.data.schema import Schema
 from anonkit.errors import HistoryError, InputError
-from anonkit.hierarchy.base import Hierarchy
 from anonkit.history.attacks import ADVERSARIES, CrossReleaseBreachError, judge
-from anonkit.history.knowledge import Accumulated, accumulated
-from anonkit.history.knowledge import to_bytes as knowledge_to_bytes
+from anonkit.history.engines import engine_for
+from anonkit.history.engines.context import PublishContext, PublishRequest
+from anonkit.history.knowledge.engine import Accumulated
+from anonkit.history.knowledge.state import accumulated
+from anonkit.history.knowledge.state import to_bytes as knowledge_to_bytes
+from anonkit.history.location import HistoryLocation
 from anonkit.history.possible import EXACT_SECONDS
+from anonkit.history.records import PreparedRelease, ReleaseInfo, ReleaseView, pseudonym_array
 from anonkit.history.rekey import Comparison, compare, fingerprints, refusal
+from anonkit.history.schema import MAX_NAME
 from anonkit.history.secret import (
     PSEUDONYM_BYTES,
     canonical_keys,
     has_lone_surrogate,
     secret_path_beside,
 )
-from anonkit.history.store import (
-    MAX_NAME,
-    HistoryLocation,
-    HistoryStore,
-    PreparedRelease,
-    ReleaseInfo,
-    ReleaseView,
-    fsync_directory,
-    pseudonym_array,
-    sha256_file,
-    summarize_classes,
-)
+from anonkit.history.store import HistoryStore
+from anonkit.history.summary import summarize_classes
 from anonkit.history.tempfiles import PublishFiles, remove_orphans
+from anonkit.metrics import measure_classes
 from anonkit.release import Release, ThreatModel, auxiliary_path, require_input_rows
-from anonkit.verify import refuse_identifiers, verify_release
+from anonkit.verify import refuse_identifiers, verify_release, write_release
 
 _MAX_ROWS_NAMED = 10
 
@@ -92,87 +90,6 @@ _MAX_ROWS_NAMED = 10
 #: (``written``: temp file complete; ``inserted``: rows inserted, not committed;
 #: ``committed``: committed, file not yet renamed). Empty in normal use.
 PUBLISH_HOOKS: dict[str, Callable[[], None]] = {}
-
-
-# -- what to publish -----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class PublishRequest:
-    """The roles and the method of a release (everything but the data and the output)."""
-
-    dataset: str
-    key: str
-    quasi_identifiers: Sequence[str]
-    sensitive: Sequence[str] = ()
-    identifiers: Sequence[str] = ()
-    method: str = "mondrian"
-    options: Mapping[str, object] = field(default_factory=dict)
-    hierarchies: Mapping[str, Hierarchy] = field(default_factory=dict)
-    kinds: Mapping[str, Kind | str] = field(default_factory=dict)
-    #: ordinal columns' values, low to high
-    orders: Mapping[str, Sequence[object]] = field(default_factory=dict)
-
-
-@dataclass
-class PublishContext:
-    """What a method gets besides the data: the history, as of the start of this publish."""
-
-    store: HistoryStore
-    dataset: str
-    seq: int  # the number this release will get
-    schema: Schema  # the input's roles (the key column is an identifier)
-    pseudonyms: list[bytes]  # per input row, HMAC of its key (the history's record key)
-    previous: ReleaseInfo | None
-    _previous_view: ReleaseView | None = None
-
-    def previous_view(self) -> ReleaseView | None:
-        """The previous release's classes and pseudonym -> class map (loaded once)."""
-        if self.previous is not None and self._previous_view is None:
-            self._previous_view = self.store.load(self.previous)
-        return self._previous_view
-
-
-class MethodFn(Protocol):
-    def __call__(self, df: pd.DataFrame, request: PublishRequest,
-                 context: PublishContext) -> Release: ...
-
-
-def register_method(name: str, fn: MethodFn, *, replace: bool = False) -> None:
-    """Make ``fn`` available as ``anonkit release publish --method NAME`` (a method with
-    untyped Python options, e.g. a test method; built-in methods declare typed options in
-    :mod:`anonkit.methods`).
-
-    ``fn(df, request, context)`` returns a :class:`Release`; the publishing boundary
-    verifies it (:func:`anonkit.verify.verify_release`) before anything is written.
-    """
-    from anonkit import methods
-
-    if name in methods.names() and not replace:
-        raise ValueError(f"a release method named {name!r} is already registered")
-    methods.register(methods.Method(name, "a method registered from Python", "generalized",
-                                    sequential=True, threat_model="one-shot", publish=fn,
-                                    typed=False), replace=True)
-
-
-def registered_methods() -> list[str]:
-    from anonkit import methods
-
-    return methods.names()
-
-
-def method_for(name: str) -> MethodFn:
-    """The publishing function of method ``name``."""
-    from anonkit import methods
-
-    try:
-        method = methods.get(name)
-    except InputError:
-        raise InputError(f"unknown release method {name!r}; registered methods: "
-                         f"{', '.join(registered_methods())}") from None
-    if method.publish is None:
-        raise InputError(f"method {name!r} cannot publish with a history")
-    return method.publish
 
 
 # -- publishing ----------------------------------------------------------------------------
@@ -220,13 +137,11 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
     ``record`` (the history transaction), ``rename``. ``metrics``, when given, receives
     the release's utility and risk figures (the history keeps verdicts, not these).
     """
-    from anonkit import methods
-
     clock = _Clock(timings)
     output = Path(output).absolute()
-    method = method_for(request.method)
-    request = replace(request, options=methods.get(request.method).parse_options(
-        request.options, "python"))
+    engine = engine_for(request.method)
+    declared = methods.get(request.method)
+    request = replace(request, options=declared.parse_options(request.options, "python"))
     _check_dataset_name(request.dataset)
     _check_column_names(request)
     check_key_column(df, request.key)
@@ -247,8 +162,13 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
                           store.secret.value)
     clock.lap("pseudonyms")
     seq = previous.seq + 1 if previous is not None else 1
-    context = PublishContext(store, request.dataset, seq, schema, pseudonyms, previous)
-    result = method(df, request, context)
+    context = PublishContext(
+        request.dataset, seq, schema, pseudonyms, previous,
+        previous_state=(store.method_state(previous)
+                        if previous is not None and declared.sequential else None),
+        load_previous=lambda: store.load(previous) if previous is not None else None,
+        load_earlier=lambda: release_views(store, request.dataset))
+    result = engine(df, request, context)
     clock.lap("method")
     if shuffle:  # the input's order would line a person's rows up across releases
         seed = request.options.get("seed")
@@ -257,6 +177,7 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
     # the boundary: regroup from the released values, evaluate the models, refuse
     # identifiers and the key, whatever the method did
     verify_release(result)
+    measure_classes(result)
     result.require_passed(accept_heuristic)
     refuse_identifiers(result, result.data.columns, forbidden=[request.key])
     require_input_rows(result, len(df))
@@ -290,7 +211,7 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
     try:
         for path in (tmp, *aux_tmp.values()):
             files.reserve(path)  # mode 0600: the release keeps it
-        result.write(tmp, fmt=fmt, accept_heuristic=accept_heuristic,
+        write_release(result, tmp, fmt=fmt, accept_heuristic=accept_heuristic,
                      forbidden=[request.key], auxiliary_paths=aux_tmp)
         clock.lap("write")
         release.content_hash = sha256_file(tmp)
@@ -325,6 +246,12 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
         # file naming the history: the next open of the history finishes it
         files.close(keep=committed and not renamed)
     return store.release(request.dataset, seq)
+
+
+def release_views(store: HistoryStore, dataset: str
+                  ) -> list[tuple[ReleaseInfo, ReleaseView]]:
+    """Every release of ``dataset``, oldest first, with its view (values, no labels)."""
+    return [(info, store.load(info, labels=False)) for info in store.releases(dataset)]
 
 
 def prepare_release(result: Release, request: PublishRequest, seq: int,

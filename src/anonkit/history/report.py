@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from anonkit._util.files import write_atomic
 from anonkit.history.attacks import (
     ADVERSARIES,
     EXACT_ONLY,
@@ -24,13 +25,14 @@ from anonkit.history.attacks import (
     records_text,
 )
 from anonkit.models.base import exact_number
+from anonkit.report.page import PLAIN_STYLE, page
 
-_STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
+_STYLE = PLAIN_STYLE + """
+body { margin: 2em auto; max-width: 70em; }
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; } h3 { font-size: 1em; }
-table { border-collapse: collapse; margin: .5em 0; font-size: .9em; }
-th, td { border: 1px solid #ccc; padding: .25em .6em; text-align: right; vertical-align: top; }
-th { background: #f3f3f3; } td.l, th.l { text-align: left; }
+table { margin: .5em 0; font-size: .9em; }
+th, td { padding: .25em .6em; text-align: right; }
+td.l, th.l { text-align: left; }
 .verdict { font-size: 1.1em; padding: .6em 1em; border-radius: .3em; display: inline-block; }
 ul.verdicts { list-style: none; padding: 0; } ul.verdicts li { margin: .4em 0; padding: .4em 1em;
   border-left: .3em solid; }
@@ -56,10 +58,7 @@ def render_html(report: AuditReport) -> str:
     adversary's findings with its own evidence."""
     e = html.escape
     verdicts = report.verdicts()
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'>"
-             f"<title>anonkit release audit: {e(report.dataset)}</title>"
-             f"<style>{_STYLE}</style></head><body>",
-             f"<h1>Release audit: dataset <code>{e(report.dataset)}</code></h1>",
+    parts = [f"<h1>Release audit: dataset <code>{e(report.dataset)}</code></h1>",
              _status(report), "<ul class='verdicts'>"]
     parts += [f"<li class='{_severity(v)}'>{e(v.sentence())}</li>" for v in verdicts]
     parts.append("</ul>")
@@ -100,18 +99,13 @@ def render_html(report: AuditReport) -> str:
         parts.append("</ul>")
     parts.append("<h2>Machine-readable findings</h2><details><summary>JSON</summary><pre>"
                  + e(json.dumps(report.to_dict(), indent=1)) + "</pre></details>")
-    parts.append("</body></html>")
-    return "\n".join(parts)
+    return page(f"anonkit release audit: {report.dataset}", "\n".join(parts),
+                stylesheet=_STYLE)
 
 
 def write_html(report: AuditReport, path: str | Path) -> Path:
     """Write the report atomically (a reader never sees half a file)."""
-    from anonkit.data.io import atomic_write
-
-    path = Path(path)
-    with atomic_write(path) as tmp:
-        tmp.write_text(render_html(report), encoding="utf-8")
-    return path
+    return write_atomic(path, render_html(report))
 
 
 def _status(report: AuditReport) -> str:

@@ -60,6 +60,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from anonkit._util.files import system_error, write_atomic
 from anonkit.errors import HistoryError
 
 SECRET_ENV = "ANONKIT_HISTORY_SECRET"
@@ -293,19 +294,11 @@ def create_secret_file(path: Path) -> Secret:
     first, use that one. The file appears complete or not at all (written, then linked)."""
     text = secrets.token_hex(32) + "\n"
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        try:
-            os.link(tmp, path)  # atomic, and fails if the file exists
-        except FileExistsError:
-            return read_secret_file(path)
-    finally:
-        tmp.unlink(missing_ok=True)
+        # linked, never renamed: a secret another process created meanwhile is kept
+        write_atomic(path, text, mode=0o600, exclusive=True, refuse=system_error)
+    except FileExistsError:
+        return read_secret_file(path)
     return from_text(text, f"file {path}", path)
 
 

@@ -1,6 +1,6 @@
 """Utility and risk metrics of a release.
 
-:func:`release_metrics` is what every algorithm calls after generalizing: one flat dict of
+:func:`release_metrics` is what every method calls after generalizing: one flat dict of
 floats (JSON-friendly keys) stored in :attr:`Release.metrics`. The pieces are
 usable on their own, on any table: :mod:`anonkit.metrics.utility` (GCP / NCP, DM, C_avg)
 and :mod:`anonkit.metrics.risk` (prosecutor, journalist, marketer, sample uniques).
@@ -19,6 +19,7 @@ Keys of :func:`release_metrics`:
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 import numpy as np
@@ -36,6 +37,7 @@ from anonkit.metrics.risk import (
     sample_uniques,
 )
 from anonkit.metrics.utility import cavg, discernibility, gcp, ncp, suppression_rate
+from anonkit.release import Release
 
 __all__ = [
     "RiskFigures",
@@ -45,6 +47,8 @@ __all__ = [
     "gcp",
     "journalist_risk",
     "marketer_risk",
+    "measure_classes",
+    "measure_generalized",
     "ncp",
     "population_class_sizes",
     "population_sizes_from_table",
@@ -126,3 +130,30 @@ def class_metrics(released_sizes: np.ndarray, k: int, *, suppressed: int = 0,
     if population_size is not None:
         out["population_size"] = float(population_size)
     return out
+
+
+def released_sizes(release: Release) -> np.ndarray:
+    """Rows per class of a verified release, as an adversary groups them."""
+    return np.bincount(release.class_ids, minlength=len(release.classes)).astype(np.int64)
+
+
+def required_class_size(release: Release) -> int:
+    """The least class size the release's models ask for (the k of C_avg)."""
+    return max(m.min_class_size() for m in release.models)
+
+
+def measure_generalized(release: Release, generalized: Sequence[ColumnGeneralization],
+                        algorithm_sizes: np.ndarray, k: int) -> None:
+    """Set a verified generalized release's figures (:func:`release_metrics`), timed as
+    ``metrics``."""
+    t0 = time.perf_counter()
+    release.metrics = release_metrics(generalized, algorithm_sizes, released_sizes(release),
+                                      k=k)
+    release.timings["metrics"] = time.perf_counter() - t0
+
+
+def measure_classes(release: Release) -> None:
+    """Give a verified release that measured nothing the figures every release has
+    (:func:`class_metrics`); a release with figures keeps them."""
+    if not release.metrics and release.models:
+        release.metrics = class_metrics(released_sizes(release), required_class_size(release))

@@ -42,6 +42,7 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from anonkit._util.grouping import group_rows
 from anonkit.errors import InputError
 
 __all__ = [
@@ -187,15 +188,13 @@ def risk_metrics(sizes: np.ndarray, *, threshold: float = DEFAULT_THRESHOLD,
 
 def population_sizes_from_table(sample: pd.DataFrame, population: pd.DataFrame,
                                 quasi_identifiers: Sequence[str]) -> np.ndarray:
-    """Per class of ``sample`` (in :func:`anonkit.checker.group_rows` order, the order of
+    """Per class of ``sample`` (in :func:`anonkit._util.grouping.group_rows` order, the order of
     :attr:`CheckReport.class_sizes`), the number of ``population`` rows with the same
     quasi-identifier values.
 
     The population table must be generalized like the release (same labels), and contain
     the sample's people. One grouping pass over both tables; missing values match missing.
     """
-    from anonkit.checker import group_rows
-
     qis = list(quasi_identifiers)
     for name in qis:
         for label, frame in (("sample", sample), ("population", population)):

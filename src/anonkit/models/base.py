@@ -10,18 +10,23 @@ handful of numpy passes however many classes there are.
 
 from __future__ import annotations
 
+import copy
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from anonkit.data.table import EncodedColumn, Kind
+from anonkit._util.numbers import exact_number, whole_number
+from anonkit.data.kinds import Kind
 from anonkit.errors import InputError
-from anonkit.hierarchy.base import Hierarchy
+
+if TYPE_CHECKING:  # types only: the models load without pandas
+    from anonkit.data.encoding import EncodedColumn
+    from anonkit.hierarchy.base import Hierarchy
 
 
 @dataclass(frozen=True)
@@ -44,7 +49,7 @@ class SensitiveAttribute:
     def from_encoded(cls, column: EncodedColumn,
                      reference_counts: np.ndarray | None = None) -> SensitiveAttribute:
         """The attribute of an encoded column. ``reference_counts`` (one per code, e.g. an
-        :class:`~anonkit.data.table.Encoding`'s) is the distribution to compare classes with;
+        :class:`~anonkit.data.encoding.Encoding`'s) is the distribution to compare classes with;
         by default the column's own counts."""
         if reference_counts is None:
             counts = np.bincount(column.codes, minlength=column.cardinality)
@@ -256,24 +261,6 @@ class CrossReleaseRequirement:
     def from_dict(cls, d: Mapping[str, object]) -> CrossReleaseRequirement:
         return cls(str(d["model"]), str(d["measure"]), float(d["threshold"]),  # type: ignore[arg-type]
                    None if d.get("attribute") is None else str(d["attribute"]))
-
-
-def exact_number(value: object) -> str:
-    """A number as given, never rounded: ``5`` for 5.0, ``0.12345678`` for 0.12345678
-    (the shortest text that reads back as the same float), ``1000000000`` for 1e9."""
-    if isinstance(value, bool):
-        return str(value)
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value) or math.isinf(value):
-            return str(value)
-        if value.is_integer() and abs(value) < 2**63:
-            return str(int(value))
-        return repr(value)
-    return str(value)
 
 
 def format_parameters(parameters: Mapping[str, object]) -> str:
@@ -500,7 +487,7 @@ class KAnonymity(PrivacyModel):
     text_numbers = ("k",)
 
     def __init__(self, k: int) -> None:
-        self.k = whole_number("k", k, 1)
+        self.k = whole_number("k", k, "python", 1)
 
     @property
     def threshold(self) -> float:
@@ -524,18 +511,6 @@ class KAnonymity(PrivacyModel):
         return classes.sizes.astype(np.float64)
 
 
-def whole_number(name: str, value: object, minimum: int) -> int:
-    """``value`` as an int >= ``minimum``, or an :class:`InputError` naming the parameter."""
-    try:
-        number = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise InputError(f"{name} must be a whole number >= {minimum}, got {value!r}") from None
-    if isinstance(value, bool) or not math.isfinite(number) or number != int(number) \
-            or number < minimum:
-        raise InputError(f"{name} must be a whole number >= {minimum}, got {value!r}")
-    return int(number)
-
-
 def real_number(name: str, value: object, low: float, high: float = math.inf,
                 low_open: bool = False, high_open: bool = False) -> float:
     """``value`` as a finite float in the given interval, or an :class:`InputError`."""
@@ -543,7 +518,7 @@ def real_number(name: str, value: object, low: float, high: float = math.inf,
                 f"{')' if high_open else ']'}")
     try:
         number = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise InputError(f"{name} must be a number in {interval}, got {value!r}") from None
     too_low = number <= low if low_open else number < low
     too_high = number >= high if high_open else number > high
@@ -551,3 +526,33 @@ def real_number(name: str, value: object, low: float, high: float = math.inf,
             or math.isinf(number):
         raise InputError(f"{name} must be a number in {interval}, got {value!r}")
     return number
+
+
+def bind_models(models: Sequence[PrivacyModel],
+                attributes: Sequence[SensitiveAttribute]) -> list[PrivacyModel]:
+    """One model per (model, sensitive attribute) it concerns, each validated against its
+    attribute: a model that names no attribute applies to every sensitive column."""
+    by_name = {a.name: a for a in attributes}
+    sens = list(by_name)
+    bound: list[PrivacyModel] = []
+    for model in models:
+        if not model.needs_sensitive:
+            bound.append(model)
+            continue
+        if not sens:
+            raise InputError(f"{model.title()} needs a sensitive attribute; "
+                             f"name the sensitive column (sensitive=... / --sensitive)")
+        if model.attribute is not None:
+            if model.attribute not in by_name:
+                raise InputError(f"{model.title()} concerns "
+                                 f"{model.attribute!r}, which is not among the sensitive "
+                                 f"columns given ({', '.join(sens)})")
+            targets = [model.attribute]
+        else:
+            targets = sens
+        for name in targets:
+            copy_ = copy.copy(model)
+            copy_.attribute = name
+            copy_.check_attribute(by_name[name])
+            bound.append(copy_)
+    return bound

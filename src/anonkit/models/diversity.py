@@ -21,6 +21,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from anonkit._util.numbers import whole_number
 from anonkit.errors import InputError
 from anonkit.models.base import (
     Classes,
@@ -30,7 +31,6 @@ from anonkit.models.base import (
     ValueCounts,
     exact_number,
     real_number,
-    whole_number,
 )
 
 #: the values of the ``missing_counts`` option, the default first
@@ -105,7 +105,7 @@ class DistinctLDiversity(_MissingValues):
 
     def __init__(self, l: int, attribute: str | None = None,  # noqa: E741
                  missing_counts: bool = False) -> None:
-        self.l = whole_number("l", l, 1)
+        self.l = whole_number("l", l, "python", 1)
         self.attribute = attribute
         self.missing_counts = bool(missing_counts)
 
@@ -212,7 +212,7 @@ class RecursiveCLDiversity(_MissingValues):
     def __init__(self, c: float, l: int, attribute: str | None = None,  # noqa: E741
                  missing_counts: bool = False) -> None:
         self.c = real_number("c", c, 0.0, low_open=True)
-        self.l = whole_number("l", l, 1)
+        self.l = whole_number("l", l, "python", 1)
         self.attribute = attribute
         self.missing_counts = bool(missing_counts)
 

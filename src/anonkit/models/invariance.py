@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from anonkit.models.base import Classes, CrossReleaseRequirement, PrivacyModel, whole_number
+from anonkit._util.numbers import whole_number
+from anonkit.models.base import Classes, CrossReleaseRequirement, PrivacyModel
 
 
 class MUniqueness(PrivacyModel):
@@ -40,7 +41,7 @@ class MUniqueness(PrivacyModel):
     text_numbers = ("m",)
 
     def __init__(self, m: int, attribute: str | None = None) -> None:
-        self.m = whole_number("m", m, 1)
+        self.m = whole_number("m", m, "python", 1)
         self.attribute = attribute
 
     @property

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from anonkit.data.table import Kind
+from anonkit._util.numbers import whole_number
+from anonkit.data.kinds import Kind
 from anonkit.errors import InputError
 from anonkit.models.base import (
     Classes,
@@ -17,7 +18,6 @@ from anonkit.models.base import (
     SensitiveAttribute,
     exact_number,
     real_number,
-    whole_number,
 )
 
 
@@ -51,7 +51,7 @@ class KEAnonymity(PrivacyModel):
     text_numbers = ("k", "e")
 
     def __init__(self, k: int, e: float, attribute: str | None = None) -> None:
-        self.k = whole_number("k", k, 1)
+        self.k = whole_number("k", k, "python", 1)
         self.e = real_number("e", e, 0.0)
         self.attribute = attribute
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 
+from anonkit._util.numbers import number_from_text
 from anonkit.errors import InputError
 from anonkit.models.base import KAnonymity, PrivacyModel
 from anonkit.models.closeness import TCloseness
@@ -85,13 +86,13 @@ def parse_model(text: str, sensitive: str | None = None) -> PrivacyModel:
     return model
 
 
-def _number(part: str, text: str) -> float:
+def _number(part: str, text: str) -> int | float:
     try:
-        number = float(part)
+        number = number_from_text(part)
     except ValueError:
         raise InputError(f"model {text!r}: {part!r} is not a number; models are: "
                          f"{MODEL_SYNTAX}") from None
-    if not math.isfinite(number):
+    if isinstance(number, float) and not math.isfinite(number):
         raise InputError(f"model {text!r}: {part!r} is not a finite number")
     return number
 

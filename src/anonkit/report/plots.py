@@ -2,8 +2,9 @@
 
 Drawn with matplotlib's object API on the Agg canvas, never through ``pyplot``: no global
 figure registry to leak into, and no backend switch in a host process (a notebook, a GUI)
-that already uses matplotlib. This module imports matplotlib at its top, so it is itself
-imported lazily, from inside the render functions: ``import anonkit.report`` stays cheap.
+that already uses matplotlib. matplotlib takes about half a second to import, so each
+drawing function imports what it uses: ``import anonkit.report`` stays cheap, and a run
+without a report never loads it.
 
 Data-derived text ends up in pixels, not in HTML, so it needs no HTML escaping; it does need
 mathtext escaping (a ``$`` pair in a value would be typeset as a formula, or fail to parse).
@@ -15,15 +16,13 @@ import base64
 import io
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-import matplotlib as mpl
 import numpy as np
 import pandas as pd
-from matplotlib import dates as mdates
-from matplotlib.collections import PolyCollection
-from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, MaxNLocator, NullLocator
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 ORIGINAL = "#8795a8"
 RELEASED = "#2f6db5"
@@ -72,6 +71,8 @@ STYLE: dict[str, object] = {
 @contextmanager
 def style() -> Iterator[None]:
     """The report's look, restored afterwards (rcParams are process-global)."""
+    import matplotlib as mpl
+
     with mpl.rc_context(STYLE):
         yield
 
@@ -92,6 +93,8 @@ def to_chart(fig: Figure) -> Chart:
 
 
 def _figure(height: float, width: float = WIDTH) -> Figure:
+    from matplotlib.figure import Figure
+
     return Figure(figsize=(width, height))
 
 
@@ -129,6 +132,8 @@ def _rects(ax, x0: np.ndarray | float, x1: np.ndarray | float, y0: np.ndarray | 
     """Bars as one collection. ``bar`` / ``hist`` add a Rectangle artist per bar, and each
     costs about a millisecond of limit and transform bookkeeping; one collection costs it
     once. Limits are set by the callers."""
+    from matplotlib.collections import PolyCollection
+
     x0, x1, y0, y1 = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64)
                                            for v in (x0, x1, y0, y1)))
     corners = [np.stack(c, axis=-1) for c in ((x0, y0), (x0, y1), (x1, y1), (x1, y0))]
@@ -157,6 +162,8 @@ def plot_text(value: object, limit: int = LABEL_CHARS) -> str:
 
 def class_size_plot(sizes: np.ndarray, k: float | None) -> Chart:
     """Two panels: how many classes have each size, and how many rows live in them."""
+    from matplotlib.ticker import MaxNLocator
+
     sizes = np.asarray(sizes, dtype=np.int64)
     fig = _figure(2.9)
     left, right = _panels(fig, [NUMBER_MARGIN, NUMBER_MARGIN])
@@ -312,6 +319,8 @@ def _hbars(ax, labels: list[str], values: np.ndarray, colors: list[str], upper: 
     """Horizontal bars, first on top, labelled on the left and valued on the right. The
     labels are plain texts: tick labels would cost a Tick object (two lines, two texts)
     each."""
+    from matplotlib.ticker import NullLocator
+
     y = np.arange(len(labels), dtype=np.float64)
     _rects(ax, 0, values, y - 0.35, y + 0.35, colors)
     ax.set_ylim(len(labels) - 0.5, -0.5)
@@ -337,6 +346,8 @@ def share_text(share: float) -> str:
 
 def _share_axis(axis) -> None:
     """Percent ticks at round steps (1, 2, 5 x 10^n): no "8%" tick standing for 7.5 %."""
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
+
     axis.set_major_locator(MaxNLocator(nbins=6, steps=[1, 2, 2.5, 5, 10]))
     axis.set_major_formatter(FuncFormatter(lambda x, _: f"{x * 100:.6g}%"))
 
@@ -351,6 +362,8 @@ def _draw_bars(ax, labels: list[str], shares: np.ndarray, rest: bool, *, color: 
 
 def _hist(ax, values: pd.Series, bins: np.ndarray | int, color: str) -> np.ndarray:
     """Histogram of shares of rows; dates on a date axis. Returns the bin edges."""
+    from matplotlib import dates as mdates
+
     present = values.dropna()
     dated = pd.api.types.is_datetime64_any_dtype(present)
     data = mdates.date2num(present.to_numpy("datetime64[ns]")) if dated \
@@ -480,6 +493,8 @@ def _spread_hist(ax, released: pd.Series, mags: np.ndarray, edges: np.ndarray,
 
 
 def _date_axis(ax) -> None:
+    from matplotlib import dates as mdates
+
     locator = mdates.AutoDateLocator()
     ax.xaxis.set_major_locator(locator)
     ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
@@ -506,6 +521,8 @@ def sensitive_plot(values: pd.Series, class_ids: np.ndarray, n_classes: int) -> 
     """A sensitive attribute: its distribution over the whole release (bars of the most
     frequent values, or a histogram of a numeric one with many values), and per class the
     number of distinct values it holds -- what l-diversity bounds."""
+    from matplotlib.ticker import MaxNLocator
+
     values = values.reset_index(drop=True)
     counts = values.value_counts(dropna=False, sort=True)
     continuous = _is_continuous(values, len(counts))

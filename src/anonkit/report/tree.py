@@ -4,33 +4,70 @@ Every node is drawn with its count; the released nodes (the cut) are marked, and
 subtrees below them -- what truncation hides -- are faded. Leaves are laid out in symbol
 order (an in-order walk), so an alphabetic tree reads left to right like its values.
 
-The picture shows counts below the cut: it is for the data steward's report, never for
-publication.
+The picture is drawn from the tree the release carries (:attr:`Release.cut_tree`), never by
+running the method again. It shows counts below the cut: it is for the data steward's
+report, never for publication.
 """
 
 from __future__ import annotations
 
 import html
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
+
+from anonkit.report.plots import to_chart
 
 if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.figure import Figure
 
-    from anonkit.algorithms.compression import CodeTree
     from anonkit.release import Release
+
+
+class DrawableTree(Protocol):
+    """What :func:`plot_tree` reads of a tree: node ``i < n_symbols`` is the leaf of symbol
+    ``i``, ``left``/``right`` are -1 at a leaf, ``counts`` holds the rows under each node.
+    A release's :class:`~anonkit.release.CutTree` has it, and so has the algorithms'
+    ``CodeTree`` (structurally: the report does not depend on the algorithms)."""
+
+    @property
+    def left(self) -> np.ndarray: ...
+    @property
+    def right(self) -> np.ndarray: ...
+    @property
+    def counts(self) -> np.ndarray: ...
+    @property
+    def root(self) -> int: ...
+    @property
+    def n_symbols(self) -> int: ...
+
 
 CUT_COLOUR = "#c0392b"
 NODE_COLOUR = "#2c3e50"
+#: leaves are labelled with their values only up to this many symbols (more do not fit)
+MAX_LABELLED = 40
 
 
-def _layout(tree: CodeTree) -> tuple[np.ndarray, np.ndarray]:
+def _levels(tree: DrawableTree) -> list[np.ndarray]:
+    """The nodes level by level from the root (one array per depth)."""
+    out = [np.array([tree.root], dtype=np.int64)]
+    while True:
+        frontier = out[-1]
+        inner = frontier[tree.left[frontier] >= 0]
+        if not len(inner):
+            return out
+        out.append(np.stack([tree.left[inner], tree.right[inner]], axis=1).reshape(-1))
+
+
+def _layout(tree: DrawableTree, levels: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """Per node (x, depth): leaves at consecutive x in in-order, parents centred."""
-    x = np.zeros(tree.n_nodes)
-    depth = tree.depths()
+    n_nodes = len(tree.left)
+    x = np.zeros(n_nodes)
+    depth = np.zeros(n_nodes, dtype=np.int64)
+    for d, nodes in enumerate(levels):
+        depth[nodes] = d
     # in-order: leaves in the order an in-order walk meets them
     order: list[int] = []
     stack = [tree.root]
@@ -42,24 +79,26 @@ def _layout(tree: CodeTree) -> tuple[np.ndarray, np.ndarray]:
             stack.append(int(tree.right[node]))
             stack.append(int(tree.left[node]))
     x[np.asarray(order, dtype=np.int64)] = np.arange(len(order), dtype=np.float64)
-    for nodes in reversed(tree.levels()):
+    for nodes in reversed(levels):
         inner = nodes[tree.left[nodes] >= 0]
         x[inner] = (x[tree.left[inner]] + x[tree.right[inner]]) / 2
     return x, depth
 
 
-def plot_tree(tree: CodeTree, owner: np.ndarray | None = None, *,
+def plot_tree(tree: DrawableTree, owner: np.ndarray | None = None, *,
               labels: Sequence[str] | None = None, max_nodes: int = 400) -> Figure:
-    """The tree as a matplotlib figure. ``owner``: per node its released node (from
-    :func:`anonkit.algorithms.compression.truncate`), -1 above the cut; ``labels``: per
-    symbol, its text (shown under the leaves when there are few). Only the top levels are
-    drawn when the tree has more than ``max_nodes`` nodes."""
+    """The tree as a matplotlib figure. ``owner``: per node its released node (as
+    :attr:`CutTree.owner <anonkit.release.CutTree.owner>`), -1 above the cut; ``labels``:
+    per symbol, its text (shown under the leaves when there are at most
+    :data:`MAX_LABELLED`). Only the top levels are drawn when the tree has more than
+    ``max_nodes`` nodes."""
     from matplotlib.figure import Figure
 
-    x, depth = _layout(tree)
-    shown = np.ones(tree.n_nodes, dtype=bool)
-    levels = tree.levels()
-    if tree.n_nodes > max_nodes:
+    n_nodes = len(tree.left)
+    levels = _levels(tree)
+    x, depth = _layout(tree, levels)
+    shown = np.ones(n_nodes, dtype=bool)
+    if n_nodes > max_nodes:
         total = 0
         keep = 0
         for d, nodes in enumerate(levels):
@@ -68,10 +107,10 @@ def plot_tree(tree: CodeTree, owner: np.ndarray | None = None, *,
                 break
             keep = d
         shown = depth <= keep
-    released = np.zeros(tree.n_nodes, dtype=bool)
-    below = np.zeros(tree.n_nodes, dtype=bool)
+    released = np.zeros(n_nodes, dtype=bool)
+    below = np.zeros(n_nodes, dtype=bool)
     if owner is not None:
-        released = owner == np.arange(tree.n_nodes)
+        released = owner == np.arange(n_nodes)
         below = (owner >= 0) & ~released
     max_depth = int(depth[shown].max()) if shown.any() else 0
     width = min(max(4.0, 0.35 * len(np.unique(x[shown]))), 14.0)
@@ -93,7 +132,7 @@ def plot_tree(tree: CodeTree, owner: np.ndarray | None = None, *,
                    zorder=2)
         ax.text(x[node], -depth[node], str(int(tree.counts[node])), ha="center",
                 va="center", fontsize=7, alpha=0.35 if faded else 1.0, zorder=3)
-    if labels is not None and tree.n_symbols <= 40 and shown[:tree.n_symbols].all():
+    if labels is not None and tree.n_symbols <= MAX_LABELLED and shown[:tree.n_symbols].all():
         for s in range(tree.n_symbols):
             ax.text(x[s], -depth[s] - 0.45, str(labels[s]), ha="center", va="top",
                     fontsize=6.5, rotation=90 if len(str(labels[s])) > 3 else 0,
@@ -105,31 +144,20 @@ def plot_tree(tree: CodeTree, owner: np.ndarray | None = None, *,
     return fig
 
 
-def tree_section(result: Release, original: pd.DataFrame) -> str:
-    """The report section with the picture of a huffman or alphabetic release's tree
-    (rebuilt from the original table and the release's parameters); empty for other
-    methods."""
-    if result.method not in ("huffman", "alphabetic"):
+def tree_section(result: Release, original: pd.DataFrame | None = None) -> str:
+    """The report section with the picture of the tree a huffman or alphabetic release was
+    cut from (:attr:`Release.cut_tree`); empty for a release without one. ``original`` is
+    not needed: the release carries the tree."""
+    tree = result.cut_tree
+    if tree is None:
         return ""
-    from anonkit.algorithms.compression import CompressionAnonymizer
-    from anonkit.data.table import encode
-    from anonkit.report.plots import to_chart
-
-    params = result.parameters
-    table = encode(original, result.schema)
-    sensitive = table.sensitive[0].codes if params.get("l") is not None and table.sensitive \
-        else None
-    model = CompressionAnonymizer(result.method, k=int(params["k"]),  # type: ignore[call-overload]
-                                  l=params.get("l"),  # type: ignore[arg-type]
-                                  tree=None if result.method == "huffman"
-                                  else str(params.get("tree")),
-                                  summary=str(params.get("summary", "range")))
-    model.fit_codes(table.qi_matrix, sensitive)
-    labels = [", ".join(str(c.values[code]) for c, code in zip(
-        table.quasi_identifiers, codes, strict=True)) for codes in model.symbol_codes_.tolist()]
-    chart = to_chart(model.tree_.plot(model.owner_, labels=labels))
-    caption = (f"The {html.escape(str(model.tree_.kind))} tree over "
-               f"{model.tree_.n_symbols} distinct values: each node shows its rows; values "
+    labels = None
+    if tree.n_symbols <= MAX_LABELLED:  # only then are leaves labelled: spare a big table
+        labels = [", ".join(str(v) for v in values)
+                  for values in zip(*tree.symbol_values.values(), strict=True)]
+    chart = to_chart(plot_tree(tree, tree.owner, labels=labels))
+    caption = (f"The {html.escape(str(tree.kind))} tree over "
+               f"{tree.n_symbols} distinct values: each node shows its rows; values "
                f"are released as the red-outlined node their walk from the root stops at. "
                f"This picture shows counts below the cut: keep it with the steward.")
     return (f'<section id="tree"><h2>Code tree</h2><figure><img src="{chart.uri}" '

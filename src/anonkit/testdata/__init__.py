@@ -32,7 +32,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from anonkit._util.numbers import whole_number
+from anonkit._util.randomness import privacy_rng
+from anonkit.data.read import read_table
+from anonkit.data.schema import Schema
 from anonkit.errors import InputError
+from anonkit.models.base import Verdict
 from anonkit.release import Provenance, Release, ReleaseKind
 from anonkit.testdata.buckets import Bucket, k_groups, merge_chunks, split_chunk, trace_chunk
 from anonkit.testdata.domains import FieldDomain, typed_table
@@ -73,7 +78,7 @@ class TestData:
     """The outcome of :func:`generate`.
 
     Attributes:
-        release: the synthetic release (write it with ``release.write(path)``).
+        release: the synthetic release (write it with :func:`anonkit.verify.write_release`).
         buckets: one report per distinct path, largest first.
         failures: raw tuples that could not be traced: (row, reason).
         coverage: the share of raw tuples whose path the release exercises.
@@ -142,8 +147,6 @@ def generate(
         limits: per-run time limit, path length limit, worker memory cap.
         workers: worker processes (default: up to 2).
     """
-    from anonkit._util.randomness import privacy_rng
-
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     _check_settings(k, option, pf_scope, field_choice, it_mode)
@@ -259,8 +262,7 @@ def generate(
 
 def _check_settings(k: object, option: str, pf_scope: str, field_choice: str,
                     it_mode: str) -> None:
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-        raise InputError(f"k must be a whole number >= 1, got {k!r}")
+    whole_number("k", k, "python", 1)
     for value, allowed, what in ((option, OPTIONS, "option"), (pf_scope, PF_SCOPES, "P-F scope"),
                                  (field_choice, FIELD_CHOICES, "field choice"),
                                  (it_mode, IT_MODES, "I-T mode")):
@@ -292,7 +294,6 @@ def _parameters(ref: ProgramRef) -> tuple[tuple[str, ...], tuple[str, ...]]:
 def _read(data: pd.DataFrame | str | Path) -> pd.DataFrame:
     if isinstance(data, pd.DataFrame):
         return data
-    from anonkit.data.io import read_table
 
     return read_table(data)
 
@@ -388,9 +389,6 @@ def _release(data: pd.DataFrame, option: str, k: int, pf_scope: str, it_mode: st
              field_choice: str, opt_out: Sequence[str], groups_of: Mapping[int, list[Any]],
              kept: Sequence[tuple[int, Generated]], problems: Sequence[tuple[int, str]],
              seeded: bool, ref: ProgramRef) -> Release:
-    from anonkit.data.table import Schema
-    from anonkit.models.base import Verdict
-
     sizes = [len(groups_of[b][g.group]) for b, g in kept]
     smallest = min(sizes) if sizes else 0
     verdict = Verdict(

@@ -4,7 +4,7 @@ Tracing runs in the workers in chunks (:func:`trace_chunk`): each tuple's path k
 computed from its concrete branch outcomes, and a path's condition (its decision
 expressions) is sent back only the first time a worker meets it -- the symbolic work is
 per distinct path, not per tuple. The k-anonymization of a bucket is the Mondrian partition
-step (:class:`anonkit.algorithms.mondrian.Mondrian`) over all its fields.
+step (:class:`anonkit.methods.mondrian.Mondrian`) over all its fields.
 """
 
 from __future__ import annotations
@@ -15,6 +15,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from anonkit.data.encoding import encode
+from anonkit.data.schema import Schema
+from anonkit.methods.mondrian import Mondrian
+from anonkit.models.base import KAnonymity
+from anonkit.testdata import workers
 from anonkit.testdata.trace import (
     PathCondition,
     PathKey,
@@ -22,19 +27,16 @@ from anonkit.testdata.trace import (
     concolic_path,
     path_condition,
 )
+from anonkit.testdata.workers import TaskFailure
 
 #: per tuple: its key, or why it could not be traced
 Outcome = PathKey | str
 
-#: the paths this worker has already sent their conditions for
-sent: set[PathKey] = set()
 
 
 def trace_chunk(chunk: tuple[Sequence[str], list[tuple[object, ...]]]
                 ) -> tuple[list[Outcome], dict[PathKey, PathCondition]]:
     """Worker side: the path of every record in ``chunk`` (field names, rows)."""
-    from anonkit.testdata import workers
-
     names, rows = chunk
     program = workers.program()
     limits = workers.limits()
@@ -51,8 +53,8 @@ def trace_chunk(chunk: tuple[Sequence[str], list[tuple[object, ...]]]
             outcomes.append(workers.failure_text(exc))
             continue
         outcomes.append(key)
-        if key not in sent:
-            sent.add(key)
+        if key not in workers.sent:
+            workers.sent.add(key)
             conditions[key] = path_condition(key, tracer)
     return outcomes, conditions
 
@@ -64,8 +66,6 @@ def split_chunk(chunk: tuple[Sequence[str], list[tuple[object, ...]]]
 
 
 def merge_chunks(parts: list[object]) -> tuple[list[Outcome], dict[PathKey, PathCondition]]:
-    from anonkit.testdata.workers import TaskFailure
-
     outcomes: list[Outcome] = []
     conditions: dict[PathKey, PathCondition] = {}
     for part in parts:
@@ -89,10 +89,6 @@ class Bucket:
 
 def k_groups(table: pd.DataFrame, rows: np.ndarray, k: int) -> list[np.ndarray]:
     """The bucket's k-groups (each >= k tuples) by Mondrian over every field."""
-    from anonkit.algorithms.mondrian import Mondrian
-    from anonkit.data.table import Schema, encode
-    from anonkit.models.base import KAnonymity
-
     part = table.iloc[rows].reset_index(drop=True)
     # bools as text: the encoder treats them as categories either way, text keeps it simple
     part = part.apply(lambda c: c.astype(str) if c.dtype == bool else c)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from anonkit.errors import InputError
+from anonkit.testdata.symbolic import NAMESPACE
 
 
 @dataclass(frozen=True)
@@ -94,8 +95,6 @@ class LoadedProgram:
 
 def load(ref: ProgramRef) -> LoadedProgram:
     """Load both copies of the function; an InputError when the file or name is wrong."""
-    from anonkit.testdata.symbolic import NAMESPACE
-
     path = Path(ref.path)
     try:
         source = path.read_text(encoding="utf-8")

@@ -9,14 +9,16 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from anonkit._util.files import write_atomic
+from anonkit.report.page import PLAIN_STYLE, page
+
 if TYPE_CHECKING:
     from anonkit.testdata import TestData
 
-_STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2em; color: #222; }
-table { border-collapse: collapse; margin: 1em 0; }
-td, th { border: 1px solid #ccc; padding: 4px 8px; vertical-align: top; text-align: left; }
-th { background: #f3f3f3; }
+_STYLE = PLAIN_STYLE + """
+body { margin: 2em; }
+table { margin: 1em 0; }
+td, th { padding: 4px 8px; text-align: left; }
 code { font-size: 90%; }
 .bad { color: #a00; } .good { color: #060; }
 """
@@ -40,10 +42,7 @@ def render_html(result: TestData, program: str) -> str:
     failures = "".join(f"<li>row {row + 1}: {e(why)}</li>" for row, why in result.failures[:200])
     more = len(result.failures) - 200
     check = "passed" if not result.problems else "<br>".join(map(e, result.problems))
-    return f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>kb-anonymity report</title>
-<style>{_STYLE}</style></head><body>
-<h1>kb-anonymity test data</h1>
+    return page("kb-anonymity report", f"""<h1>kb-anonymity test data</h1>
 <p>Program <code>{e(program)}</code>, option <b>{e(result.option)}</b>, k = {result.k}.</p>
 <table>
 <tr><th>raw tuples</th><td>{int(stats['raw_tuples'])}</td></tr>
@@ -63,17 +62,12 @@ def render_html(result: TestData, program: str) -> str:
 {''.join(rows)}
 </table>
 <h2>Tuples that could not be traced</h2>
-<ul>{failures or '<li>none</li>'}{f'<li>... and {more} more</li>' if more > 0 else ''}</ul>
-</body></html>
-"""
+<ul>{failures or '<li>none</li>'}{f'<li>... and {more} more</li>' if more > 0 else ''}</ul>""",
+                stylesheet=_STYLE)
 
 
 def write_html(result: TestData, program: str, path: str | Path) -> Path:
-    from anonkit.data.io import atomic_write
-
-    with atomic_write(path) as tmp:
-        Path(tmp).write_text(render_html(result, program), encoding="utf-8")
-    return Path(path)
+    return write_atomic(path, render_html(result, program))
 
 
 def to_json(result: TestData) -> str:

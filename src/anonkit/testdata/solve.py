@@ -30,8 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from anonkit.testdata import symbolic
+from anonkit.testdata import symbolic, workers
 from anonkit.testdata.domains import FieldDomain, snap
+from anonkit.testdata.symbolic import Z3Builder
 from anonkit.testdata.trace import PathCondition, ProgramFailure, branch_trace, concolic_path
 
 OPTIONS = ("P-F", "P-T", "I-T")
@@ -77,8 +78,6 @@ class _Verifier:
     """Runs a tuple and compares its path with the bucket's (both ways)."""
 
     def __init__(self, task: BucketTask) -> None:
-        from anonkit.testdata import workers
-
         self.program = workers.program()
         self.limits = workers.limits()
         self.names = [d.name for d in task.domains]
@@ -87,15 +86,11 @@ class _Verifier:
         self.reference = self._trace(reference)
 
     def _trace(self, record: dict[str, Any]) -> tuple[tuple[int, ...], str]:
-        from anonkit.testdata import workers
-
         with workers.guarded():
             return branch_trace(self.program.plain, record, self.program.ref.path,
                                 self.limits.max_decisions * 200)
 
     def same_path(self, values: Row) -> bool:
-        from anonkit.testdata import workers
-
         record = dict(zip(self.names, values, strict=True))
         try:
             with workers.guarded():
@@ -110,8 +105,6 @@ class _Verifier:
 
 def solve_bucket(task: BucketTask) -> BucketResult:
     """Every k-group's released tuple, or the reason it has none."""
-    from anonkit.testdata import workers
-
     started = time.perf_counter()
     result = BucketResult(task.bucket)
     try:
@@ -505,8 +498,6 @@ class _Z3Bucket:
 
     def __init__(self, task: BucketTask) -> None:
         import z3
-
-        from anonkit.testdata.symbolic import Z3Builder
 
         self.z3 = z3
         self.domains = task.domains

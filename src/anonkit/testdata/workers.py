@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from anonkit.testdata.program import LoadedProgram, ProgramRef, load
+from anonkit.testdata.trace import PathKey
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,9 @@ _BLOCKED_EVENTS = ("os.system", "subprocess.Popen", "os.exec", "os.posix_spawn",
 
 _program: LoadedProgram | None = None
 _limits = Limits()
+#: the paths this worker has already sent their conditions for (each condition travels to
+#: the parent once per worker: the symbolic work is done once)
+sent: set[PathKey] = set()
 _guard_active = False
 
 
@@ -80,9 +84,7 @@ def _on_alarm(signum: int, frame: object) -> None:
 def initialize(ref: ProgramRef, limits: Limits) -> None:
     """Load the program in this process and install the guards (also used in-process)."""
     global _program, _limits
-    from anonkit.testdata import buckets
-
-    buckets.sent.clear()
+    sent.clear()
     _program = load(ref)
     _limits = limits
     if multiprocessing.parent_process() is not None:

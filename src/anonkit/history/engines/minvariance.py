@@ -36,20 +36,28 @@ from __future__ import annotations
 
 import io
 import time
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from anonkit._util.randomness import privacy_rng
 from anonkit.algorithms import minvariance as algo
+from anonkit.assemble import release_table
+from anonkit.data.encoding import encode
+from anonkit.data.schema import Schema
 from anonkit.errors import InputError, ModelNotMetError
-
-if TYPE_CHECKING:
-    from anonkit.data.table import Schema
-    from anonkit.history.publish import PublishContext
-    from anonkit.history.store import HistoryStore, ReleaseView
-    from anonkit.release import Release
+from anonkit.generalization import default_form, generalize_column, generalize_columns
+from anonkit.history.engines.context import PublishContext, PublishRequest
+from anonkit.history.records import ReleaseInfo, ReleaseView
+from anonkit.metrics import release_metrics, released_sizes
+from anonkit.metrics.count_queries import count_query_error
+from anonkit.models.invariance import MUniqueness
+from anonkit.partition import Partition
+from anonkit.release import Provenance, Release, ReleaseKind, ThreatModel
+from anonkit.verify import verify_release
 
 METHOD = "m-invariance"
 KEY_DTYPE = "S16"
@@ -112,19 +120,19 @@ def value_texts(values: pd.Series | np.ndarray, numeric: bool) -> np.ndarray:
     return np.array([str(v) for v in array], dtype=object)
 
 
-def signatures_from_history(store: HistoryStore, dataset: str, attribute: str
-                            ) -> SignatureState:
-    """Every record's signature rebuilt from the history: the distinct values of its class in
-    the latest m-invariant release of ``dataset`` that held it."""
+def signatures_from_history(releases: Iterable[tuple[ReleaseInfo, ReleaseView]],
+                            attribute: str) -> SignatureState:
+    """Every record's signature rebuilt from a dataset's releases (oldest first, each with
+    its view): the distinct values of its class in the latest m-invariant release that
+    held it."""
     state = SignatureState.empty()
     vocabulary: dict[str, int] = {}
     keys_seen: list[np.ndarray] = []
     sigs_seen: list[np.ndarray] = []
-    for info in store.releases(dataset):
+    for info, view in releases:
         if info.method != METHOD:
             continue
-        view = store.load(info, labels=False)
-        class_sig = _class_signatures(view, attribute, vocabulary, state.signatures)
+        class_sig = class_signatures(view, attribute, vocabulary, state.signatures)
         keys_seen.append(np.asarray(view.record_keys.tolist(), dtype=KEY_DTYPE))
         sigs_seen.append(class_sig[view.record_classes])
     state.vocabulary = np.array(list(vocabulary), dtype=object)
@@ -139,7 +147,7 @@ def signatures_from_history(store: HistoryStore, dataset: str, attribute: str
     return state
 
 
-def _class_signatures(view: ReleaseView, attribute: str, vocabulary: dict[str, int],
+def class_signatures(view: ReleaseView, attribute: str, vocabulary: dict[str, int],
                       signatures: algo.Signatures) -> np.ndarray:
     cv = view.values[attribute]
     texts = value_texts(cv.value, cv.numeric)
@@ -190,9 +198,6 @@ class MInvariance:
                      state: SignatureState) -> Release:
         """The release after the ones ``state`` describes (empty: the first), for records
         ``keys`` (16-byte pseudonyms, one per row of ``df``)."""
-        from anonkit._util.randomness import privacy_rng
-        from anonkit.data.table import encode
-
         if not isinstance(self.m, int) or isinstance(self.m, bool) or self.m < 2:
             raise InputError(f"m-invariance needs -m, a whole number >= 2; got {self.m!r}")
         attribute = _sensitive_attribute(schema)
@@ -279,10 +284,10 @@ class MInvariance:
         if previous is None:
             return SignatureState.empty()
         if previous.method == METHOD:
-            blob = context.store.method_state(previous)
+            blob = context.previous_state
             if blob is not None:
                 return SignatureState.from_bytes(blob)
-        return signatures_from_history(context.store, context.dataset, attribute)
+        return signatures_from_history(context.earlier_views(), attribute)
 
     def _refuse_changed_values(self, df: pd.DataFrame, schema: Schema,
                                values: np.ndarray, known: np.ndarray, state: SignatureState,
@@ -314,16 +319,6 @@ class MInvariance:
                  timings: dict[str, float], seeded: bool, *,
                  n_counterfeits_balancing: int, slot_values: np.ndarray,
                  signatures: algo.Signatures, known_rows: np.ndarray) -> Release:
-        from anonkit.assemble import release_table
-        from anonkit.data.table import encode
-        from anonkit.generalization import default_form, generalize_columns
-        from anonkit.metrics import release_metrics
-        from anonkit.metrics.count_queries import count_query_error
-        from anonkit.models.invariance import MUniqueness
-        from anonkit.partition import Partition
-        from anonkit.release import Provenance, Release, ReleaseKind, ThreatModel
-        from anonkit.verify import verify_release
-
         t0 = time.perf_counter()
         n = len(df)
         released_cols = schema.released_columns
@@ -360,8 +355,7 @@ class MInvariance:
                           METHOD, self.parameters(), timings, kind=ReleaseKind.GENERALIZED,
                           models=[model], provenance=provenance, source_rows=source,
                           threat_model=ThreatModel.M_INVARIANCE, seeded=seeded)
-        report = verify_release(release)
-        assert report is not None
+        verify_release(release)
         timings["verify"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
@@ -370,7 +364,7 @@ class MInvariance:
             classes.insert(1, "counterfeits", np.zeros(len(classes), dtype=np.int64))
         release.auxiliary["counterfeits"] = classes[
             [*schema.quasi_identifiers, "size", "counterfeits"]].copy()
-        release.metrics = release_metrics(generalized, partition.sizes, report.class_sizes,
+        release.metrics = release_metrics(generalized, partition.sizes, released_sizes(release),
                                           k=self.m)
         release.metrics |= {
             "m_invariance.counterfeits": float(n_fake),
@@ -431,10 +425,6 @@ def separate_labels(generalized: list[Any], table: Any, forms: dict[str, Any],
     is m-unique (a union of m-unique classes is) and its values become their signature;
     a merge that would change the signature of a record released before is refused.
     Returns the new per-class labels of the QIs that changed (none, usually)."""
-    from dataclasses import replace
-
-    from anonkit.generalization import generalize_column
-
     if not generalized:
         return {}
     keys = np.stack([g.label_codes[0] for g in generalized], axis=1)
@@ -454,7 +444,7 @@ def separate_labels(generalized: list[Any], table: Any, forms: dict[str, Any],
             moved = members[class_sig[members] == sig]
             rows = np.concatenate([order[starts[c]:starts[c] + sizes[c]] for c in moved])
             new = _widened(rows, [labels[q][moved[0]] for q in range(len(labels))],
-                           table.quasi_identifiers, forms, taken, replace, generalize_column)
+                           table.quasi_identifiers, forms, taken)
             if new is None and not has_known[members].any():
                 continue  # new records only: they take the merged class's signature
             if new is None:
@@ -472,7 +462,7 @@ def separate_labels(generalized: list[Any], table: Any, forms: dict[str, Any],
 
 
 def _widened(rows: np.ndarray, current: list[object], columns: Any, forms: dict[str, Any],
-             taken: set[tuple[object, ...]], replace: Any, generalize_column: Any
+             taken: set[tuple[object, ...]]
              ) -> list[object] | None:
     """The labels of the class of ``rows`` with one QI widened to the nearest free label
     tuple: QIs in order, codes ever farther outside the class's extent."""
@@ -604,7 +594,7 @@ def _rows(rows: np.ndarray) -> str:
     return shown + (f" and {len(rows) - _SHOWN} more" if len(rows) > _SHOWN else "")
 
 
-def publish(df: pd.DataFrame, request: Any, context: PublishContext) -> Release:
+def publish(df: pd.DataFrame, request: PublishRequest, context: PublishContext) -> Release:
     """The ``m-invariance`` method's publishing function (see :class:`MInvariance`)."""
     options = dict(request.options)
     if options.get("m") is None:
@@ -612,92 +602,3 @@ def publish(df: pd.DataFrame, request: Any, context: PublishContext) -> Release:
                          "class), e.g. -m 4")
     return MInvariance(options["m"], bool(options.get("unweighted_split", False)),
                        options.get("seed")).publish(df, context)
-
-
-# -- the checker -------------------------------------------------------------------------------
-
-
-@dataclass
-class InvarianceReport:
-    """m-invariance of a dataset's sequence of releases, from the history alone.
-
-    ``violations``: records whose class signature (the distinct sensitive values of their
-    class as released) differs between two releases they appear in one after the other
-    (a record that left and came back is compared with its last release before).
-    ``not_m_unique``: per release, its classes that are not m-unique (as the adversary
-    groups them, counterfeit rows counted)."""
-
-    dataset: str
-    releases: list[int]
-    records_compared: int
-    violations: list[dict[str, object]]
-    n_violations: int
-    not_m_unique: dict[int, int]
-
-    @property
-    def holds(self) -> bool:
-        return self.n_violations == 0 and not any(self.not_m_unique.values())
-
-    def to_dict(self) -> dict[str, object]:
-        return {"dataset": self.dataset, "releases": self.releases,
-                "records_compared": self.records_compared, "holds": self.holds,
-                "violations": self.n_violations, "worst": self.violations,
-                "not_m_unique": self.not_m_unique}
-
-
-def check_m_invariance(store: HistoryStore, dataset: str, *, attribute: str | None = None,
-                       m: int | None = None, shown: int = _SHOWN) -> InvarianceReport:
-    """Check that every release of ``dataset`` is m-unique and that every record keeps its
-    signature from one release it appears in to the next. ``m``: default, each release's
-    own (its m-uniqueness model; a release without one is checked for signatures only)."""
-    infos = store.releases(dataset)
-    vocabulary: dict[str, int] = {}
-    signatures = algo.Signatures()
-    keys_all, seq_all, sig_all = [], [], []
-    not_unique: dict[int, int] = {}
-    for info in infos:
-        name = attribute or (info.sensitive[0] if info.sensitive else None)
-        if name is None:
-            raise InputError(f"release {info.seq} of {dataset!r} has no sensitive attribute: "
-                             f"m-invariance cannot be checked")
-        view = store.load(info, labels=False)
-        class_sig = _class_signatures(view, name, vocabulary, signatures)
-        keys_all.append(np.asarray(view.record_keys.tolist(), dtype=KEY_DTYPE))
-        seq_all.append(np.full(len(view.record_keys), info.seq, dtype=np.int64))
-        sig_all.append(class_sig[view.record_classes])
-        wanted = m if m is not None else _declared_m(info.models)
-        if wanted is not None:
-            cv = view.values[name]
-            top = np.zeros(view.n_classes, dtype=np.int64)
-            np.maximum.at(top, cv.class_index, cv.count)
-            ok = (view.sizes >= wanted) & (top * wanted <= view.sizes)
-            not_unique[info.seq] = int(np.count_nonzero(~ok))
-    names = np.array(list(vocabulary), dtype=object)
-    if not keys_all:
-        return InvarianceReport(dataset, [], 0, [], 0, not_unique)
-    keys = np.concatenate(keys_all)
-    seqs = np.concatenate(seq_all)
-    sigs = np.concatenate(sig_all)
-    order = np.lexsort((seqs, keys))
-    keys, seqs, sigs = keys[order], seqs[order], sigs[order]
-    same = keys[1:] == keys[:-1]
-    changed = np.flatnonzero(same & (sigs[1:] != sigs[:-1]))
-    compared = np.unique(keys[1:][same]) if len(keys) > 1 else keys[:0]
-    worst = []
-    for i in changed[:shown]:
-        worst.append({"record": bytes(keys[i]).hex(),
-                      "releases": [int(seqs[i]), int(seqs[i + 1])],
-                      "signatures": [[str(v) for v in names[signatures.members(int(s))]]
-                                     for s in (sigs[i], sigs[i + 1])]})
-    return InvarianceReport(dataset, [i.seq for i in infos], len(compared), worst,
-                            len(np.unique(keys[changed])), not_unique)
-
-
-def _declared_m(models: list[dict[str, object]]) -> int | None:
-    for model in models:
-        params = model.get("parameters")
-        if model.get("model") == "m-uniqueness" and isinstance(params, dict):
-            value = params.get("m")
-            if isinstance(value, int):
-                return value
-    return None

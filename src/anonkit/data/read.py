@@ -1,9 +1,8 @@
-"""Reading and writing tables (CSV, Parquet) fast, with errors a user can act on, and
-atomic writes so a failed run never leaves a half-written release behind.
+"""Reading tables (CSV, Parquet) fast, with errors a user can act on.
 
-CSV goes through pyarrow's multi-threaded reader and writer (pandas' own are several times
-slower on a million rows); the DataFrame returned is numpy-backed (object for text, or
-Categorical with ``categorical_text=True``).
+CSV goes through pyarrow's multi-threaded reader (pandas' own is several times slower on a
+million rows); the DataFrame returned is numpy-backed (object for text, or Categorical with
+``categorical_text=True``).
 
 Reading CSV, types are inferred per column (int64, float64, bool, dates, text). Two
 deviations from plain pyarrow inference:
@@ -23,7 +22,7 @@ compares, where ``02139``, ``2139`` and ``2139.0`` are three labels.
 
 Missing values: an empty cell (or ``NA``, ``null``, ``NaN``, …) is missing in a numeric or
 date column; in a text column the cell is kept as the text (``""``, ``"NA"``), which
-:func:`anonkit.data.table.encode` treats as missing when blank. ``na_values`` adds markers
+:func:`anonkit.data.encoding.encode` treats as missing when blank. ``na_values`` adds markers
 (``?``) that are missing in every column, text ones included.
 
 Dialects (each costs nothing when not asked for): a file without a header line
@@ -38,17 +37,12 @@ from __future__ import annotations
 
 import codecs
 import csv
-import hashlib
-import os
-import re
-import secrets
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
@@ -66,14 +60,11 @@ __all__ = [
     "CSV_SEPARATORS",
     "PARQUET_SUFFIXES",
     "Dialect",
-    "atomic_write",
-    "check_output_path",
     "first_data_line",
     "read_table",
     "separator_hint",
     "sniff_separator",
     "table_format",
-    "write_table",
 ]
 
 #: Separators tried when none is given, in order of preference on a tie.
@@ -133,38 +124,6 @@ class Dialect:
 _PLAIN = Dialect()
 
 
-#: the suffixes an output file may have (anything else would silently be written as CSV)
-CSV_SUFFIXES = (".csv", ".tsv", ".txt")
-OUTPUT_SUFFIXES = (*CSV_SUFFIXES, *PARQUET_SUFFIXES)
-#: compressed CSV output: suffix -> Arrow codec
-OUTPUT_CODECS = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd"}
-
-
-def output_codec(path: str | Path) -> str | None:
-    """The codec a CSV output is compressed with (``.csv.gz`` -> gzip), or None."""
-    suffixes = [s.lower() for s in Path(path).suffixes[-2:]]
-    if len(suffixes) == 2 and suffixes[0] in CSV_SUFFIXES:
-        return OUTPUT_CODECS.get(suffixes[1])
-    return None
-
-
-def output_format(path: str | Path, fmt: str | None = None) -> str:
-    """:func:`table_format` for a file to write: a suffix anonkit does not write (``.xlsx``,
-    ``.json``) is refused rather than written as plain CSV. ``.csv.gz``, ``.csv.bz2`` and
-    ``.csv.zst`` are compressed CSV."""
-    path = Path(path)
-    if output_codec(path) is not None:
-        if fmt is not None and table_format(path, fmt) != "csv":
-            raise InputError(f"cannot write {path.name} as {fmt}: its suffix says compressed "
-                             f"CSV")
-        return "csv"
-    if fmt is None and path.suffix.lower() not in OUTPUT_SUFFIXES:
-        raise InputError(f"cannot write {path.name}: anonkit writes CSV (.csv, .tsv, .txt, "
-                         f"compressed as .csv.gz, .csv.bz2 or .csv.zst) or Parquet (.parquet, "
-                         f".pq) files; give the output one of those suffixes")
-    return table_format(path, fmt)
-
-
 def table_format(path: str | Path, fmt: str | None = None) -> str:
     """``'csv'`` or ``'parquet'``: ``fmt`` when given, else from the file's suffix
     (``.parquet``/``.pq`` are Parquet, anything else CSV)."""
@@ -176,9 +135,6 @@ def table_format(path: str | Path, fmt: str | None = None) -> str:
             return "csv"
         raise InputError(f"unknown table format {fmt!r}; use 'csv' or 'parquet'")
     return "parquet" if Path(path).suffix.lower() in PARQUET_SUFFIXES else "csv"
-
-
-# --------------------------------------------------------------------------- reading
 
 
 def read_table(
@@ -816,256 +772,3 @@ def _exact_decimals(column: pa.ChunkedArray) -> pa.ChunkedArray:
         if pc.cast(floats, column.type).equals(column):
             return floats
     return text
-
-
-# --------------------------------------------------------------------------- writing
-
-
-def write_table(table: pd.DataFrame | pa.Table, path: str | Path, fmt: str | None = None, *,
-                sep: str | None = None, verbatim: Sequence[str] = ()) -> None:
-    """Write ``table`` (a DataFrame, without its index, or an Arrow table) as CSV or
-    Parquet, atomically.
-
-    ``fmt`` defaults from the suffix (see :func:`table_format`). CSV uses ``sep``
-    (default ',' and '\\t' for ``.tsv``) and is written by :func:`write_csv`: text is
-    quoted only where it must be, missing values are empty cells, dates without a time of
-    day are ``YYYY-MM-DD``. Categorical columns are written from their codes, never through
-    per-row Python strings. ``verbatim`` names text columns that hold cells exactly as read
-    from a CSV file (see :func:`read_arrow`): there an empty text is written as an empty
-    cell, as it was read.
-    """
-    path = Path(path)
-    fmt = output_format(path, fmt)
-    if not isinstance(table, pa.Table):
-        table = to_arrow(table)
-    with atomic_write(path) as tmp:
-        if fmt == "parquet":
-            pq.write_table(table, tmp)
-            return
-        codec = output_codec(path)
-        plain_suffix = Path(path.stem).suffix.lower() if codec else path.suffix.lower()
-        if sep is None:
-            sep = "\t" if plain_suffix == ".tsv" else ","
-        sep = _resolve_sep(sep, "")
-        try:
-            if codec is None:
-                write_csv(_csv_ready(table), tmp, sep, verbatim)
-            else:
-                _write_compressed_csv(_csv_ready(table), tmp, sep, verbatim, codec)
-        except pa.ArrowException as exc:
-            raise InputError(f"cannot write {path} as CSV ({_first_line(exc)})") from None
-
-
-def _write_compressed_csv(table: pa.Table, path: Path, sep: str, verbatim: Sequence[str],
-                          codec: str) -> None:
-    """The CSV of :func:`write_csv`, compressed into ``path``: written plain beside it
-    first (the fast writer needs a file), then streamed through the codec."""
-    plain = path.with_name(path.name + ".plain")
-    try:
-        write_csv(table, plain, sep, verbatim)
-        with pa.OSFile(str(plain), "rb") as source, \
-                pa.CompressedOutputStream(str(path), codec) as sink:
-            while chunk := source.read(8 << 20):
-                sink.write(chunk)
-    finally:
-        with suppress(OSError):
-            plain.unlink()
-
-
-def to_arrow(df: pd.DataFrame) -> pa.Table:
-    """``df`` (without its index) as an Arrow table, Categoricals as dictionaries. Column
-    by column, so one column of mixed types (numbers and text in an object
-    column) is written as text instead of failing the whole table."""
-    import pandas as pd
-
-    if not isinstance(df, pd.DataFrame):
-        raise InputError(f"write_table needs a pandas DataFrame, got {type(df).__name__}")
-    names = [str(c) for c in df.columns]
-    _check_duplicates(Path("the table"), names)
-    arrays = []
-    for i in range(len(names)):
-        series = df.iloc[:, i]
-        try:
-            array = pa.array(series, from_pandas=True)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
-            # mixed types: text of each value (rare; the only per-row Python here)
-            text = series.astype(str).where(series.notna(), None)
-            array = pa.array(text, type=pa.string(), from_pandas=True)
-        arrays.append(array)
-    return pa.Table.from_arrays(arrays, names=names)
-
-
-def write_csv(table: pa.Table, path: str | Path, sep: str = ",",
-              verbatim: Sequence[str] = ()) -> None:
-    """Write ``table`` as CSV to ``path`` (not atomically: see :func:`write_table`).
-
-    Text is quoted only where it must be (it holds the separator, a quote or a line
-    break, or is empty: ``""`` is an empty text, an empty field a missing value, except in
-    the ``verbatim`` columns, see :func:`write_table`); quotes inside are doubled.
-    Dictionary columns are written from their codes, each label escaped once; other columns
-    are cast to text by Arrow (numbers, dates, booleans).
-    """
-    from anonkit.data._csv_writer import write_csv as write_rows
-
-    names = _escaped_texts(pa.array(table.column_names, type=pa.string()), sep)
-    header = sep.join(names.to_pylist()) + "\n"
-    columns = [_csv_chunks(table[i], sep, name in verbatim)
-               for i, name in enumerate(table.column_names)]
-    fd = _open_for_writing(path, direct=table.num_rows >= _DIRECT_ROWS)
-    try:
-        write_rows(fd, header.encode(), columns, table.num_rows, sep.encode())
-    finally:
-        os.close(fd)
-
-
-#: from this many rows, CSV goes straight to the device (O_DIRECT, where the system has it)
-_DIRECT_ROWS = 200_000
-
-
-def _open_for_writing(path: str | Path, direct: bool) -> int:
-    """A new (or truncated) file, opened with O_DIRECT when ``direct`` and possible.
-
-    Copying hundreds of megabytes into the page cache costs the kernel as much CPU as
-    formatting them; written directly they go from the writer's buffer to the device while
-    the next rows are formatted. A file system without direct I/O (tmpfs on many kernels)
-    refuses the flag: then the file is opened as usual."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
-    if direct and hasattr(os, "O_DIRECT"):
-        with suppress(OSError):
-            return os.open(path, flags | os.O_DIRECT, 0o666)
-    return os.open(path, flags, 0o666)
-
-
-def _escaped_texts(values: pa.Array, sep: str) -> pa.Array:
-    """``values`` as CSV cells (see :func:`write_csv`), missing ones as empty text."""
-    text = pc.cast(values, pa.string()) if not pa.types.is_string(values.type) else values
-    special = pc.or_(pc.match_substring_regex(text, f'[{re.escape(sep)}"\r\n]'),
-                     pc.equal(pc.binary_length(text), 0))
-    quoted = pc.binary_join_element_wise(
-        '"', pc.replace_substring(text, '"', '""'), '"', "")
-    return pc.fill_null(pc.if_else(special, quoted, text), "")
-
-
-def _csv_chunks(column: pa.ChunkedArray, sep: str, verbatim: bool) -> list[tuple[object, ...]]:
-    """The chunks of one column as the C writer takes them (see ``_csv_writer.c``)."""
-    if not pa.types.is_dictionary(column.type) and not pa.types.is_string(column.type) \
-            and not pa.types.is_large_string(column.type):
-        column = pc.cast(column, pa.string())
-    chunks: list[tuple[object, ...]] = []
-    # labels escaped once per dictionary; keyed by id: the chunks (and the dictionary each
-    # caches) stay alive through the loop, so no id is reused for another dictionary
-    escaped: dict[int, tuple[np.ndarray, pa.Buffer, int]] = {}
-    for chunk in column.chunks:
-        if len(chunk) == 0:
-            continue
-        valid = chunk.is_valid().to_numpy(zero_copy_only=False).view(np.uint8) \
-            if chunk.null_count else None
-        if pa.types.is_dictionary(chunk.type):
-            key = id(chunk.dictionary)
-            if key not in escaped:
-                labels = _escaped_texts(chunk.dictionary, sep)
-                escaped[key] = (*_string_buffers(labels, wide=True), len(labels))
-            offsets, data, n_labels = escaped[key]
-            indices = chunk.indices.fill_null(0).cast(pa.int32()).to_numpy()
-            chunks.append((0, len(chunk), n_labels, valid, indices, offsets, data))
-        else:
-            offsets, data = _string_buffers(chunk, wide=pa.types.is_large_string(chunk.type))
-            chunks.append((2 if verbatim else 1, len(chunk), offsets.itemsize, valid, offsets,
-                           data, None))
-    return chunks
-
-
-def _string_buffers(array: pa.Array, wide: bool) -> tuple[np.ndarray, pa.Buffer]:
-    """Offsets (``length + 1`` of them, int64 if ``wide`` else as stored) and data of a
-    string array, zero-copy where Arrow's layout allows."""
-    _, offsets_buf, data_buf = array.buffers()
-    stored = np.int64 if pa.types.is_large_string(array.type) else np.int32
-    offsets = np.frombuffer(offsets_buf, dtype=stored)[array.offset:array.offset + len(array) + 1]
-    if data_buf is None:  # every value empty
-        data_buf = pa.py_buffer(b"")
-    return (offsets.astype(np.int64) if wide and stored is np.int32 else offsets), data_buf
-
-
-def _csv_ready(table: pa.Table) -> pa.Table:
-    """Timestamps that are all at midnight as date32 (``2021-03-04`` instead of
-    ``2021-03-04 00:00:00.000``)."""
-    for i, field in enumerate(table.schema):
-        column = table[i]
-        if pa.types.is_timestamp(column.type) and column.type.tz is None and \
-                pc.all(pc.equal(pc.floor_temporal(column, unit="day"), column)).as_py() \
-                is not False:  # (a cast to date32 would silently drop a time of day)
-            column = pc.cast(column, pa.date32())
-        if column is not table[i]:
-            table = table.set_column(i, field.name, column)
-    return table
-
-
-@contextmanager
-def atomic_write(path: str | Path) -> Iterator[Path]:
-    """Yield a temporary path next to ``path``; on success it is flushed to disk and
-    renamed over ``path`` in one step, on any error it is removed and ``path`` is left as
-    it was. Readers never see a half-written file, and a crash leaves at most a hidden
-    ``.name.xxxx.tmp`` file.
-
-    The temporary file exists (empty) when the block starts; writers may overwrite it.
-    An existing ``path`` keeps its permission bits.
-    """
-    path = Path(path)
-    parent = path.parent
-    if not parent.is_dir():
-        raise InputError(f"output directory {parent} does not exist; create it first")
-    if path.is_dir():
-        raise InputError(f"output path {path} is a directory; give a file name")
-    tmp = parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    except OSError as exc:  # read-only file system, /proc, no space left, permissions
-        raise InputError(f"cannot write to {parent}: {exc.strerror.lower()}; choose another "
-                         f"folder") from None
-    os.close(fd)
-    try:
-        with suppress(FileNotFoundError):
-            os.chmod(tmp, path.stat().st_mode & 0o7777)
-        yield tmp
-        _fsync(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        with suppress(OSError):
-            tmp.unlink()
-        raise
-    with suppress(OSError):  # make the rename itself durable; not possible everywhere
-        dir_fd = os.open(parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-
-
-def sha256_file(path: str | Path) -> str:
-    """The SHA-256 of a file's bytes, as hex (read in 1 MiB blocks)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def check_output_path(input_path: str | Path, output_path: str | Path) -> None:
-    """Refuse an output that is the input (same file by path, symlink or hard link):
-    the release would replace the original data."""
-    inp, out = Path(input_path), Path(output_path)
-    if inp.exists() and out.exists():
-        same = os.path.samefile(inp, out)
-    else:
-        same = inp.resolve() == out.resolve()
-    if same:
-        raise InputError(f"output {out} is the input file {inp}; writing would overwrite "
-                         f"the input, so choose another output path")

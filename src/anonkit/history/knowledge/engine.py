@@ -5,8 +5,9 @@ releases intersects them (see :mod:`anonkit.history.attacks` for the two adversa
 :class:`Accumulated` keeps, per record, everything that intersection leaves, and is
 updated one release at a time (:meth:`Accumulated.add`): a release costs time in its own
 records (times the releases each of them was in), never in the earlier releases' rows. The
-history keeps it after every publish (encrypted: it holds per-record values), so the
-publish-time gate and the audit read it instead of intersecting every earlier release.
+history keeps it after every publish (:mod:`anonkit.history.knowledge.state`; encrypted: it
+holds per-record values), so the publish-time gate and the audit read it instead of
+intersecting every earlier release.
 
 Per record it holds
 
@@ -31,9 +32,6 @@ though not complete: it may leave a value none allows.
 
 from __future__ import annotations
 
-import json
-import math
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -42,16 +40,13 @@ import pandas as pd
 
 from anonkit.errors import HistoryError
 from anonkit.history import _knowledge_c
-from anonkit.history.store import HistoryStore, ReleaseInfo, ReleaseView
+from anonkit.history.records import ReleaseInfo, ReleaseView
 
 #: release kinds whose released rows carry a record's own sensitive value: an adversary who
 #: links a record's rows sees the values of its candidates (in a permuted release values
 #: are shuffled within the group, so linking rows does not give a person's value)
 ROW_VALUE_KINDS = ("generalized", "synthetic")
 
-QI_KINDS = ("interval", "set", "labels")
-_NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
-_RANGE = rf"^\s*[\[(]?\s*({_NUM})\s*(?:-|,|\.\.)\s*({_NUM})\s*[\])]?\s*$"
 #: rounds of constraint propagation per release at most (each round is sound: stopping
 #: early only leaves values a longer run might rule out)
 _MAX_ROUNDS = 50
@@ -61,8 +56,6 @@ _VALUE_BITS = 31
 _RELEASE_BITS = 24
 #: a pair's agreed value: no release of the scope shows values on rows yet / rows disagree
 _NO_ROWS, _DISAGREE = -1, -2
-_STATE_FORMAT = 1
-_STATE_MAGIC = b"anonkit-knowledge\x00"
 
 
 def _key(cls: np.ndarray, value: np.ndarray) -> np.ndarray:
@@ -83,6 +76,8 @@ def _runs(sorted_ids: np.ndarray, n: int) -> np.ndarray:
 
 
 @dataclass
+
+
 class _Multisets:
     """One release's multisets of one attribute with global value ids, sorted by key, and
     the qi adversary's running sums over the atoms' bounds per entry."""
@@ -103,6 +98,8 @@ class _Multisets:
 
 
 @dataclass
+
+
 class _Release:
     """What the engine keeps of a release: its classes and, per attribute, its multisets."""
 
@@ -172,6 +169,8 @@ def _value_array(values: Sequence[object] | np.ndarray, numeric: bool) -> np.nda
 
 
 @dataclass
+
+
 class _Entries:
     """Per atom (sorted by atom, then value): the values left in the intersection of its
     classes' multisets, the smallest count, and the qi adversary's bounds on how many of
@@ -646,10 +645,29 @@ def _propagate(low: np.ndarray, high: np.ndarray, atom: np.ndarray, atom_size: n
     return new_low, new_high, s_low, s_high, int(rounds)
 
 
+def _need(key: np.ndarray, count: np.ndarray, sizes: np.ndarray, records: np.ndarray
+          ) -> np.ndarray:
+    """Of each multiset entry's rows, how many at least are records: the class's rows that
+    are no record (counterfeits) may all carry its value."""
+    slack = (sizes - records)[key >> _VALUE_BITS]
+    return count - np.minimum(slack, count)
+
+
+def fold(views: Sequence[ReleaseView]) -> Accumulated:
+    """The knowledge of releases already loaded, one after the other."""
+    views = sorted(views, key=lambda v: v.info.seq)
+    acc = Accumulated(list(views[-1].info.sensitive) if views else [])
+    for v in views:
+        acc.add(v)
+    return acc
+
+
 # -- what each adversary is left with, per record ---------------------------------------------
 
 
 @dataclass
+
+
 class Measures:
     """Per target record (after every release of the knowledge): what each adversary is
     left with. ``distinct`` ... ``bound``: the plain intersection of its classes'
@@ -798,497 +816,3 @@ def _summarize(acc: Accumulated, attr: str, group: np.ndarray, value: np.ndarray
         low[group[starts]] = np.fmin.reduceat(mags, starts)
         high[group[starts]] = np.fmax.reduceat(mags, starts)
     return distinct, present, low, high
-
-
-
-# -- keeping it in the history ---------------------------------------------------------------
-
-
-#: the arrays of the knowledge that hold records' sensitive values: the history encrypts
-#: them (the rest -- who was in which class, the multisets, the bounds derived from them --
-#: is what the records and the releases show already; it is authenticated, not encrypted)
-PRIVATE = ("mem_value", "cell_value")
-
-
-def to_bytes(acc: Accumulated) -> tuple[bytes, bytes]:
-    """The knowledge as two blobs (numpy arrays, no pickles), ``(public, private)``: the
-    history keeps them (see :data:`PRIVATE`)."""
-    arrays: dict[str, np.ndarray] = {
-        "keys": acc.keys, "n_in": acc.n_in, "min_real": acc.min_real,
-        "row_values": acc.row_values, "unknown_rows": acc.unknown_rows,
-        "mem_release": acc.mem_release, "mem_record": acc.mem_record,
-        "mem_class": acc.mem_class, "cell_owner": acc.cell_owner,
-        "cell_member": acc.cell_member, "atom": acc.atom, "atom_size": acc.atom_size,
-        "accepted": acc.accepted}
-    private: dict[str, np.ndarray] = {}
-    meta: dict[str, object] = {
-        "format": _STATE_FORMAT, "attributes": acc.attributes,
-        "releases": [{"seq": r.seq, "row_values": r.row_values,
-                      "values_known": r.values_known} for r in acc.releases],
-        "values": {a: {"numeric": v.numeric, "names": v.names}
-                   for a, v in acc.values.items()}}
-    for i, attr in enumerate(acc.attributes):
-        arrays[f"homogeneous.{i}"] = acc.homogeneous[attr]
-        private[f"mem_value.{i}"] = acc.mem_value[attr]
-        private[f"cell_value.{i}"] = acc.cell_value[attr]
-        e = acc.entries[attr]
-        for name in ("atom", "value", "low", "high", "smallest"):
-            arrays[f"entries.{i}.{name}"] = getattr(e, name)
-    for j, r in enumerate(acc.releases):
-        for name in ("sizes", "counterfeits", "records"):
-            arrays[f"release.{j}.{name}"] = getattr(r, name)
-        for i, attr in enumerate(acc.attributes):
-            ms = r.multisets[attr]
-            for name in ("key", "count", "sum_lo", "sum_hi"):  # need: from the sizes
-                arrays[f"release.{j}.{i}.{name}"] = getattr(ms, name)
-    return _pack(arrays, meta), _pack(private, {})
-
-
-def _pack(arrays: dict[str, np.ndarray], meta: dict[str, object]) -> bytes:
-    """One header (names, dtypes, lengths) and the arrays' bytes end to end, compressed."""
-    import pyarrow as pa
-
-    arrays = {name: np.ascontiguousarray(_compact(a)) for name, a in arrays.items()}
-    layout = {name: [a.dtype.str, len(a)] for name, a in arrays.items()}
-    header = json.dumps({"meta": meta, "arrays": layout}).encode("utf-8")
-    raw = b"".join([len(header).to_bytes(8, "little"), header,
-                    *(a.tobytes() for a in arrays.values())])
-    return _STATE_MAGIC + len(raw).to_bytes(8, "little") + pa.compress(raw, codec="zstd",
-                                                                          asbytes=True)
-
-
-def _unpack(blob: bytes) -> tuple[dict[str, np.ndarray], dict[str, object]]:
-    import pyarrow as pa
-
-    if blob[:len(_STATE_MAGIC)] != _STATE_MAGIC:
-        raise ValueError("not an anonkit knowledge blob")
-    size = int.from_bytes(blob[len(_STATE_MAGIC):len(_STATE_MAGIC) + 8], "little")
-    raw = pa.decompress(blob[len(_STATE_MAGIC) + 8:], decompressed_size=size, codec="zstd",
-                        asbytes=True)
-    n_header = int.from_bytes(raw[:8], "little")
-    header = json.loads(raw[8:8 + n_header].decode("utf-8"))
-    data, at = {}, 8 + n_header
-    for name, (dtype, length) in header["arrays"].items():
-        a = np.frombuffer(raw, dtype=np.dtype(dtype), count=int(length), offset=at)
-        at += a.nbytes
-        data[name] = _widen(a) if a.dtype.kind in "iuf" else a.copy()
-    return data, header["meta"]
-
-
-def _compact(a: np.ndarray) -> np.ndarray:
-    """The narrowest of int32 / float32 that holds ``a`` exactly (ids, classes, counts and
-    bounds are small whole numbers), so the kept blob is about half as large."""
-    if a.dtype.kind in "iu" and len(a) and a.min() >= -(2**31) and a.max() < 2**31:
-        return a.astype(np.int32)
-    if a.dtype.kind == "f" and len(a):
-        narrow = a.astype(np.float32)
-        if np.array_equal(narrow.astype(a.dtype), a, equal_nan=True):
-            return narrow
-    return a
-
-
-def _widen(a: np.ndarray) -> np.ndarray:
-    if a.dtype.kind in "iu":
-        return a.astype(np.int64)
-    if a.dtype.kind == "f":
-        return a.astype(np.float64)
-    return a
-
-
-def from_bytes(public: bytes, private: bytes) -> Accumulated:
-    """The knowledge :func:`to_bytes` packed."""
-    try:
-        data, meta = _unpack(public)
-        data.update(_unpack(private)[0])
-        if meta.get("format") != _STATE_FORMAT:
-            raise ValueError(f"format {meta.get('format')}")
-        acc = Accumulated(meta["attributes"])  # type: ignore[arg-type]
-        for name in ("keys", "n_in", "min_real", "row_values", "unknown_rows", "mem_release",
-                     "mem_record", "mem_class", "cell_owner", "cell_member", "atom",
-                     "atom_size"):
-            setattr(acc, name, data[name])
-        # kept since the gate judges every record; an older state accepted none
-        acc.accepted = data.get("accepted", np.zeros(len(acc.keys), dtype=bool)).astype(bool)
-        acc.values = {a: _Values(bool(v["numeric"]), v["names"])
-                      for a, v in meta["values"].items()}  # type: ignore[attr-defined]
-        for i, attr in enumerate(acc.attributes):
-            acc.homogeneous[attr] = data[f"homogeneous.{i}"]
-            acc.mem_value[attr] = data[f"mem_value.{i}"]
-            acc.cell_value[attr] = data[f"cell_value.{i}"]
-            acc.entries[attr] = _Entries(*(data[f"entries.{i}.{name}"] for name in (
-                "atom", "value", "low", "high", "smallest")))
-        for j, r in enumerate(meta["releases"]):  # type: ignore[arg-type]
-            sizes, fakes, records = (data[f"release.{j}.{name}"] for name in (
-                "sizes", "counterfeits", "records"))
-            multisets = {}
-            for i, attr in enumerate(acc.attributes):
-                key, count, sum_lo, sum_hi = (data[f"release.{j}.{i}.{name}"] for name in (
-                    "key", "count", "sum_lo", "sum_hi"))
-                multisets[attr] = _Multisets(key, count, _need(key, count, sizes, records),
-                                             sum_lo, sum_hi)
-            acc.releases.append(_Release(int(r["seq"]), sizes, fakes, records,
-                                         bool(r["row_values"]), bool(r["values_known"]),
-                                         multisets))
-    except (KeyError, ValueError, TypeError, OSError, ArithmeticError) as exc:
-        raise HistoryError(f"the accumulated knowledge kept in the history cannot be read "
-                           f"({exc})") from None
-    return acc
-
-
-def _need(key: np.ndarray, count: np.ndarray, sizes: np.ndarray, records: np.ndarray
-          ) -> np.ndarray:
-    """Of each multiset entry's rows, how many at least are records: the class's rows that
-    are no record (counterfeits) may all carry its value."""
-    slack = (sizes - records)[key >> _VALUE_BITS]
-    return count - np.minimum(slack, count)
-
-
-class KnowledgeRebuiltWarning(UserWarning):
-    """The knowledge kept in the history could not be used and was rebuilt."""
-
-
-def fold(views: Sequence[ReleaseView]) -> Accumulated:
-    """The knowledge of releases already loaded, one after the other."""
-    views = sorted(views, key=lambda v: v.info.seq)
-    acc = Accumulated(list(views[-1].info.sensitive) if views else [])
-    for v in views:
-        acc.add(v)
-    return acc
-
-
-def accumulated(store: HistoryStore, dataset: str) -> Accumulated:
-    """The knowledge of ``dataset`` after its latest release: the one the history keeps
-    when it is that recent, else rebuilt from the releases. Read-only: a rebuilt knowledge
-    is kept by the next publish, not here."""
-    infos = store.releases(dataset)
-    acc: Accumulated | None = None
-    try:
-        kept = store.knowledge_state(dataset)
-        if kept is not None and infos and kept[0] == infos[-1].seq:
-            acc = from_bytes(*kept[1])
-            if [r.seq for r in acc.releases] != [i.seq for i in infos]:
-                raise HistoryError(f"the knowledge kept for {dataset!r} does not hold its "
-                                   f"releases {[i.seq for i in infos]}")
-    except HistoryError as exc:
-        # derived data: the releases are the record, so rebuild rather than refuse
-        warnings.warn(KnowledgeRebuiltWarning(f"{exc}; rebuilt from the releases"),
-                      stacklevel=2)
-        acc = None
-    if acc is None:
-        acc = fold([store.load(info, labels=False) for info in infos])
-    for r, info in zip(acc.releases, infos, strict=True):
-        r.info = info
-    return acc
-
-
-# -- what an adversary knows, per record ------------------------------------------------------
-
-
-@dataclass
-class AttributeKnowledge:
-    """One sensitive attribute: per record, the intersection of its classes' multisets."""
-
-    name: str
-    numeric: bool
-    distinct: np.ndarray  # values left (a missing value counts)
-    distinct_present: np.ndarray  # values left, not counting a missing value
-    low: np.ndarray  # smallest / largest numeric value left (NaN: none or not numeric)
-    high: np.ndarray
-    candidates_qi: np.ndarray  # sum over the values left of the smallest count
-    linkage_distinct: np.ndarray  # the same three as the linkage adversary sees them
-    linkage_distinct_present: np.ndarray
-    linkage_range: np.ndarray
-    qi_distinct: np.ndarray  # the same three as the qi adversary deduces them
-    qi_distinct_present: np.ndarray
-    qi_range: np.ndarray
-    _acc: Accumulated = field(repr=False)
-    _records: np.ndarray = field(repr=False)  # record ids, in the knowledge's order
-
-    @property
-    def range(self) -> np.ndarray:
-        return self.high - self.low
-
-    def values(self, i: int) -> list[object]:
-        """The values left for record ``i`` (in value order for a numeric attribute)."""
-        return [_plain(v) for v in _values_left(self._acc, self.name, int(self._records[i]))]
-
-    def deduced(self, i: int) -> list[object]:
-        """The values the qi adversary cannot rule out for record ``i``."""
-        return [_plain(v) for v in _values_left(self._acc, self.name, int(self._records[i]),
-                                                deduced=True)]
-
-
-def _values_left(acc: Accumulated, attr: str, record: int, deduced: bool = False
-                 ) -> list[object]:
-    """The values of the plain intersection of the record's multisets (``deduced``: those
-    the qi adversary cannot rule out)."""
-    e = acc.entries[attr]
-    a = acc.atom[record]
-    lo, hi = np.searchsorted(e.atom, [a, a + 1])
-    ids = e.value[lo:hi][e.high[lo:hi] >= 1] if deduced else e.value[lo:hi]
-    return sorted_values(acc, attr, ids)
-
-
-def sorted_values(acc: Accumulated, attr: str, ids: np.ndarray) -> list[object]:
-    """The values of ``ids`` in one order whatever releases the knowledge holds: numbers
-    ascending, text by its text; missing last."""
-    names = acc.values[attr].array[np.asarray(ids, dtype=np.int64)]
-    if acc.values[attr].numeric:
-        return sorted(names.tolist(), key=lambda x: (math.isnan(x), x))
-    return sorted(names.tolist(), key=lambda x: (x is None, str(x)))
-
-
-@dataclass
-class QIKnowledge:
-    """One quasi-identifier: per record, the intersection of its classes' labels."""
-
-    name: str
-    kind: np.ndarray  # per record: "interval", "set" or "labels"
-    low: np.ndarray  # an interval's bounds (NaN unless kind is "interval"); low > high:
-    high: np.ndarray  # the intervals do not meet (the value changed between releases)
-    label_codes: np.ndarray = field(repr=False)  # (n_releases, n_records), -1: absent
-    label_names: np.ndarray = field(repr=False)
-    set_offsets: np.ndarray = field(repr=False)  # record i's set (kind "set"):
-    set_elements: np.ndarray = field(repr=False)  # set_elements[set_offsets[i]:...[i + 1]]
-
-    def value(self, i: int) -> object:
-        """``[low, high]``, the sorted set left, or the labels seen (in release order)."""
-        kind = self.kind[i]
-        if kind == "interval":
-            return [_plain(self.low[i]), _plain(self.high[i])]
-        if kind == "set":
-            return sorted(self.set_elements[self.set_offsets[i]:self.set_offsets[i + 1]]
-                          .tolist())
-        codes = self.label_codes[:, i]
-        return [_plain(v) for v in self.label_names[codes[codes >= 0]]]
-
-
-@dataclass
-class Knowledge:
-    """Per record of a dataset, what the adversaries know after every release (see the
-    module). Arrays are indexed by record, in the order of :attr:`records`."""
-
-    dataset: str
-    releases: list[int]  # the releases' numbers
-    records: np.ndarray  # (n,) object: 16-byte pseudonyms
-    classes: np.ndarray  # (n_releases, n) int64: class per release, -1 absent
-    candidates: np.ndarray  # linkage candidates: records that shared all its classes
-    candidates_qi: np.ndarray  # the qi adversary's candidate bound (people, no counterfeits)
-    row_values: np.ndarray  # bool: some release the record is in carries values on rows
-    attributes: dict[str, AttributeKnowledge]
-    quasi_identifiers: dict[str, QIKnowledge]  # empty when labels were not loaded
-    _acc: Accumulated = field(repr=False)
-    _ids: np.ndarray = field(repr=False)
-
-    def __len__(self) -> int:
-        return len(self.records)
-
-    @property
-    def n_releases(self) -> np.ndarray:
-        return (self.classes >= 0).sum(axis=0)
-
-    def index(self, pseudonym: bytes) -> int:
-        found = np.flatnonzero(self.records == bytes(pseudonym))
-        if not len(found):
-            raise HistoryError(f"record {bytes(pseudonym).hex()} is not in this knowledge of "
-                               f"{self.dataset!r}")
-        return int(found[0])
-
-    def releases_of(self, i: int) -> dict[int, int]:
-        """Release number -> the record's class there."""
-        return {seq: int(c) for seq, c in zip(self.releases, self.classes[:, i], strict=True)
-                if c >= 0}
-
-    def candidate_records(self, i: int) -> list[bytes]:
-        """The records that shared every class of record ``i`` (itself included)."""
-        return [self._acc.pseudonym(int(s)) for s in cell_members(self._acc, int(self._ids[i]))]
-
-    def record(self, i: int) -> dict[str, object]:
-        """Everything known about record ``i``, JSON-ready."""
-        out: dict[str, object] = {
-            "record": bytes(self.records[i]).hex(),
-            "releases": {str(s): c for s, c in self.releases_of(i).items()},
-            "candidates": int(self.candidates[i]),
-            "candidates_qi": _plain(self.candidates_qi[i]),
-            "candidate_records": [k.hex() for k in self.candidate_records(i)],
-        }
-        for name, a in self.attributes.items():
-            out[f"values[{name}]"] = a.values(i)
-            out[f"distinct[{name}]"] = int(a.distinct[i])
-            out[f"distinct_present[{name}]"] = int(a.distinct_present[i])
-            if not math.isnan(a.low[i]):
-                out[f"range[{name}]"] = [_plain(a.low[i]), _plain(a.high[i])]
-        for name, q in self.quasi_identifiers.items():
-            out[f"qi[{name}]"] = q.value(i)
-        return out
-
-    def to_frame(self) -> pd.DataFrame:
-        """One row per record, its figures as columns; the values left and the QI boxes
-        are lists (built per record: for reading, not for large-scale processing)."""
-        columns: dict[str, object] = {
-            "record": [bytes(k).hex() for k in self.records],
-            "n_releases": self.n_releases, "candidates": self.candidates,
-            "candidates_qi": self.candidates_qi}
-        for name, a in self.attributes.items():
-            columns[f"distinct[{name}]"] = a.distinct
-            columns[f"distinct_present[{name}]"] = a.distinct_present
-            if a.numeric:
-                columns[f"low[{name}]"], columns[f"high[{name}]"] = a.low, a.high
-            columns[f"values[{name}]"] = [a.values(i) for i in range(len(self))]
-        for name, q in self.quasi_identifiers.items():
-            columns[f"qi[{name}]"] = [q.value(i) for i in range(len(self))]
-        return pd.DataFrame(columns)
-
-
-def cell_members(acc: Accumulated, record: int) -> np.ndarray:
-    """Record ids that shared every class of ``record`` (itself included)."""
-    if acc.n_in[record] >= 2:
-        return np.sort(acc.cell_member[acc.cell_owner == record])
-    _, release, klass = acc.memberships(np.array([record]))
-    same = (acc.mem_release == release[0]) & (acc.mem_class == klass[0])
-    return np.sort(acc.mem_record[same])
-
-
-def knowledge(store: HistoryStore, dataset: str,
-              pseudonyms: Sequence[bytes] | None = None) -> Knowledge:
-    """What the adversaries know of every record of ``dataset`` (or of ``pseudonyms``,
-    in that order) after all its releases."""
-    acc = accumulated(store, dataset)
-    views = [store.load(r.info, labels=True) for r in acc.releases if r.info is not None]
-    return _knowledge(acc, dataset, pseudonyms, views)
-
-
-def knowledge_views(views: Sequence[ReleaseView],
-                    pseudonyms: Sequence[bytes] | None = None) -> Knowledge:
-    """:func:`knowledge` of releases already loaded (e.g. with a release about to be
-    published). Quasi-identifier boxes need the views' labels; views loaded without them
-    give no ``quasi_identifiers``."""
-    views = sorted(views, key=lambda v: v.info.seq)
-    acc = fold(views)
-    return _knowledge(acc, views[0].info.dataset if views else "", pseudonyms, views)
-
-
-def _knowledge(acc: Accumulated, dataset: str, pseudonyms: Sequence[bytes] | None,
-               views: Sequence[ReleaseView]) -> Knowledge:
-    if pseudonyms is None:
-        ids = np.arange(acc.n_records)
-    else:
-        ids = acc.record_ids([bytes(p) for p in pseudonyms]) if len(pseudonyms) else \
-            np.zeros(0, dtype=np.int64)
-        if (ids < 0).any():
-            missing = int((ids < 0).sum())
-            first = bytes(list(pseudonyms)[int(np.flatnonzero(ids < 0)[0])])
-            raise HistoryError(f"{missing} of the {len(ids)} records given are in no "
-                               f"release of {dataset!r} (first: {first.hex()}); ask only "
-                               f"about recorded records")
-    m = _measure(acc, ids)
-    owner, release, klass = acc.memberships(ids)
-    classes = np.full((acc.n_releases, len(ids)), -1, dtype=np.int64)
-    classes[release, owner] = klass
-    attributes = {}
-    for a in acc.attributes:
-        ld, ldp, lr = m.linkage(a)
-        qd, qdp, qr = m.qi(a)
-        attributes[a] = AttributeKnowledge(
-            a, acc.values[a].numeric, _counts(m.distinct[a]), _counts(m.distinct_present[a]),
-            m.low[a], m.high[a], m.bound[a], _counts(ld), _counts(ldp), lr, _counts(qd),
-            _counts(qdp), qr, acc, ids)
-    records = np.empty(len(ids), dtype=object)
-    records[:] = [acc.pseudonym(int(r)) for r in ids]
-    return Knowledge(dataset, [r.seq for r in acc.releases], records, classes,
-                     m.candidates_linkage, m.candidates_qi, m.row_values, attributes,
-                     _qi_knowledge(views, classes), acc, ids)
-
-
-def _counts(values: np.ndarray) -> np.ndarray:
-    return np.nan_to_num(values, nan=0.0).astype(np.int64)
-# -- quasi-identifier boxes --------------------------------------------------------------------
-
-
-def _qi_knowledge(views: Sequence[ReleaseView], classes: np.ndarray) -> dict[str, QIKnowledge]:
-    if not views:
-        return {}
-    qis = list(views[-1].info.quasi_identifiers)
-    if not all(q in v.labels.columns for v in views for q in qis):
-        return {}
-    return {q: _qi_box(q, views, classes) for q in qis}
-
-
-def _qi_box(qi: str, views: Sequence[ReleaseView], classes: np.ndarray) -> QIKnowledge:
-    """Intersect the labels of a quasi-identifier: each distinct label is parsed once."""
-    n = classes.shape[1]
-    per_view = [v.labels[qi].to_numpy(dtype=object) for v in views]
-    codes, names = pd.factorize(pd.Series(np.concatenate(per_view) if per_view else [],
-                                          dtype=object), use_na_sentinel=False)
-    names = np.asarray(names, dtype=object)
-    kind, low, high, set_offsets, set_elements, elements = _parse_labels(names)
-    starts = np.cumsum([0, *(len(p) for p in per_view)])
-    label = np.full(classes.shape, -1, dtype=np.int64)
-    for i in range(len(views)):
-        here = classes[i] >= 0
-        label[i, here] = codes[starts[i] + classes[i, here]]
-    present = label >= 0
-    safe = np.where(present, label, 0)
-    kinds = np.where(present, kind[safe], -1)
-    k_max = kinds.max(axis=0, initial=-1)
-    k_min = np.where(present, kinds, len(QI_KINDS)).min(axis=0, initial=len(QI_KINDS))
-    record_kind = np.where((k_min == k_max) & (k_max >= 0), k_max, 2)
-    low_r = np.where(present, low[safe], -np.inf).max(axis=0, initial=-np.inf)
-    high_r = np.where(present, high[safe], np.inf).min(axis=0, initial=np.inf)
-    interval = record_kind == 0
-    low_r, high_r = np.where(interval, low_r, np.nan), np.where(interval, high_r, np.nan)
-    # sets: an element is left when every release's label of the record holds it
-    is_set = record_kind == 1
-    view_of, rec = np.nonzero(present & is_set[None, :])
-    lab = label[view_of, rec]
-    owner, idx = _expand(set_offsets[lab], set_offsets[lab + 1])
-    n_elements = max(len(elements), 1)
-    keys, counts = np.unique(rec[owner] * n_elements + set_elements[idx], return_counts=True)
-    kept = keys[counts == present.sum(axis=0)[keys // n_elements]]
-    rec_offsets = np.concatenate([[0], np.cumsum(np.bincount(kept // n_elements,
-                                                             minlength=n))])
-    return QIKnowledge(qi, np.asarray(QI_KINDS, dtype=object)[record_kind], low_r, high_r,
-                       label, names, rec_offsets, elements[kept % n_elements])
-
-
-def _parse_labels(names: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                                              np.ndarray, np.ndarray]:
-    """Per distinct label: its kind (0 interval, 1 set, 2 other), bounds, and set elements
-    (as offsets into global element ids, and the element names)."""
-    series = pd.Series(names, dtype=object)
-    n = len(series)
-    kind = np.full(n, 2, dtype=np.int64)
-    low, high = np.full(n, np.nan), np.full(n, np.nan)
-    missing = series.isna().to_numpy()
-    number = pd.to_numeric(series.where(~series.map(type).eq(bool)), errors="coerce")
-    exact = number.notna().to_numpy() & ~missing
-    low[exact] = high[exact] = number[exact].astype(np.float64)
-    kind[exact] = 0
-    text = series.where(~missing & ~exact).astype("string")
-    bounds = text.str.extract(_RANGE)
-    ranged = bounds[0].notna().to_numpy()
-    low[ranged] = bounds[0][ranged].astype(np.float64)
-    high[ranged] = bounds[1][ranged].astype(np.float64)
-    kind[ranged] = 0
-    is_set = text.str.fullmatch(r"\{.*\}", flags=0).fillna(False).to_numpy(dtype=bool)
-    kind[is_set] = 1
-    inner = text[is_set].str.slice(1, -1).str.split(",").explode().str.strip()
-    inner = inner[inner.fillna("") != ""]
-    owners = inner.index.to_numpy(dtype=np.int64)
-    element_codes, elements = pd.factorize(inner.astype(object))
-    offsets = np.concatenate([[0], np.cumsum(np.bincount(owners, minlength=n))])
-    order = np.argsort(owners, kind="stable")
-    return (kind, low, high, offsets.astype(np.int64), element_codes[order].astype(np.int64),
-            np.asarray(elements, dtype=object))
-
-
-def _plain(value: object) -> object:
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float):
-        if math.isnan(value):
-            return None
-        if math.isinf(value):
-            return value
-        return int(value) if value.is_integer() else value
-    return value

@@ -8,7 +8,7 @@ groups are optimal (proven against every set partition in the tests). Moving a g
 left only adds values and widens its range, so the valid starts of a group ending at ``i - 1``
 form a prefix ``[0, J(i)]`` and ``f[i] = v[i-1] + min_{j <= J(i)} (f[j] - v[j])`` is a running
 prefix minimum: O(n) after the sort (:func:`optimal_partition`, compiled). The chapter's
-O(n^2) double loop is kept as the reference (:func:`reference_partition`).
+O(n^2) double loop is the tests' reference (``tests/oracles.py``).
 
 Incremental releases. An adversary intersects the value sets of a person's groups across
 releases; a breach is an intersection with < k distinct values or a range < e. Each record's
@@ -39,22 +39,13 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from anonkit.errors import InputError
-from anonkit.models.base import decimal_places, exact_number
+from anonkit.models.base import exact_number
 
 from . import _ke_c  # type: ignore[attr-defined]
-
-if TYPE_CHECKING:
-    import pandas as pd
-
-    from anonkit.data.table import Schema
-    from anonkit.history.publish import PublishContext
-    from anonkit.history.store import ReleaseView
-    from anonkit.release import Release
 
 KEY_DTYPE = "S16"
 
@@ -201,46 +192,11 @@ def _solve(order: np.ndarray, v: np.ndarray, k: int, e: float, places: int | Non
     return KEPartition(order, v, starts[:n_groups + 1].copy(), float(cost), int(checks))
 
 
-def reference_partition(sorted_values: np.ndarray, k: int, e: float, *,
-                        places: int | None = None, allowed: np.ndarray | None = None
-                        ) -> tuple[np.ndarray, float]:
-    """The chapter's O(n^2) programme (every start ``j`` for every end ``i``, the earliest
-    start kept on ties), vectorised over ``j``: the reference for tests and the benchmark.
-    Returns (starts incl. n, cost); cost is inf when no partition exists."""
-    v = np.asarray(sorted_values, dtype=np.float64)
-    n = len(v)
-    new_run = np.ones(n, dtype=np.int64)
-    new_run[1:] = v[1:] != v[:-1]
-    runs = np.cumsum(new_run)  # run number of each position (1-based)
-    f = np.full(n + 1, np.inf)
-    f[0] = 0.0
-    parent = np.full(n + 1, -1, dtype=np.int64)
-    ok_start = np.ones(n + 1, dtype=bool) if allowed is None else np.asarray(allowed, bool)
-    for i in range(1, n + 1):
-        if not ok_start[i] and i < n:
-            continue
-        j = np.arange(i)
-        distinct = runs[i - 1] - runs[j] + 1
-        valid = (distinct >= k) & (spread(v[i - 1], v[j], places) >= e) & ok_start[:i]
-        cost = np.where(valid, f[:i] + v[i - 1] - v[:i], np.inf)
-        best = int(np.argmin(cost))
-        if np.isfinite(cost[best]):
-            f[i], parent[i] = cost[best], best
-    if not np.isfinite(f[n]):
-        return np.array([0, n], dtype=np.int64), float("inf")
-    starts = [n]
-    i = n
-    while i > 0:
-        i = int(parent[i])
-        starts.append(i)
-    return np.array(starts[::-1], dtype=np.int64), float(f[n])
-
-
 # -- knowledge carried between releases ----------------------------------------------------
 
 
 @dataclass
-class Knowledge:
+class ValuesLeft:
     """Per record ever released (by history pseudonym), the values an adversary holding every
     release so far has left for it: the intersection of its groups' value sets. Sets are
     sorted unique values in CSR form (``values[ptr[s]:ptr[s + 1]]``)."""
@@ -262,7 +218,7 @@ class Knowledge:
         return sink.getvalue()
 
     @classmethod
-    def from_bytes(cls, blob: bytes) -> Knowledge:
+    def from_bytes(cls, blob: bytes) -> ValuesLeft:
         with np.load(io.BytesIO(blob), allow_pickle=False) as data:
             if int(data["version"][0]) != 1:
                 raise InputError("the previous (k,e) release's state has an unknown version")
@@ -307,12 +263,12 @@ def group_value_sets(part: KEPartition) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), v[first]
 
 
-def first_knowledge(part: KEPartition, keys: np.ndarray) -> Knowledge:
+def first_knowledge(part: KEPartition, keys: np.ndarray) -> ValuesLeft:
     """The knowledge after a first release: each record's group's values."""
     ptr, values = group_value_sets(part)
     order = np.argsort(keys, kind="stable")
     groups = part.group_ids()
-    return Knowledge(keys[order], groups[order], ptr, values, groups[order])
+    return ValuesLeft(keys[order], groups[order], ptr, values, groups[order])
 
 
 # -- incremental releases -----------------------------------------------------------------
@@ -459,9 +415,9 @@ def _raise_blocked(blockers: list[Blocker]) -> None:
 
 
 def incremental_partition(values: np.ndarray, keys: np.ndarray, previous: EarlierRelease,
-                          knowledge: Knowledge, k: int, e: float, *,
+                          knowledge: ValuesLeft, k: int, e: float, *,
                           places: int | None = None, name: str = "S"
-                          ) -> tuple[KEPartition, Knowledge]:
+                          ) -> tuple[KEPartition, ValuesLeft]:
     """The optimal partition of the new table with no incremental breach, consulting only
     the previous release and the knowledge it carried forward (Theorem 1).
 
@@ -503,11 +459,11 @@ def incremental_partition(values: np.ndarray, keys: np.ndarray, previous: Earlie
                                 (gone_keys, narrowed))
 
 
-def next_knowledge(part: KEPartition, keys: np.ndarray, knowledge: Knowledge,
+def next_knowledge(part: KEPartition, keys: np.ndarray, knowledge: ValuesLeft,
                    old_set: np.ndarray, ptr: np.ndarray, kvalues: np.ndarray,
                    departed: tuple[np.ndarray, list[np.ndarray]] | None = None
-                   ) -> Knowledge:
-    """Knowledge after publishing ``part``: a returning record keeps what it had (restricted
+                   ) -> ValuesLeft:
+    """The values left after publishing ``part``: a returning record keeps what it had (restricted
     to the values still present: covering puts all of those into its group); a new record
     gets its group's values; records not in this release keep theirs, except those who
     left the previous release (``departed``: their pseudonyms and what the subtraction
@@ -543,17 +499,17 @@ def next_knowledge(part: KEPartition, keys: np.ndarray, knowledge: Knowledge,
     all_groups = np.concatenate([np.full(len(absent_keys), -1, dtype=np.int64),
                                  part.group_ids()])
     order = np.argsort(all_keys, kind="stable")
-    return _compact(Knowledge(all_keys[order], all_sets[order], all_ptr, all_values,
+    return _compact(ValuesLeft(all_keys[order], all_sets[order], all_ptr, all_values,
                               all_groups[order]))
 
 
-def _compact(knowledge: Knowledge) -> Knowledge:
+def _compact(knowledge: ValuesLeft) -> ValuesLeft:
     """Drop the sets no record refers to (renumbering the others in order)."""
     used, set_of = np.unique(knowledge.set_of, return_inverse=True)
     sizes = np.diff(knowledge.ptr)[used]
     ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     take = np.arange(int(ptr[-1])) + np.repeat(knowledge.ptr[used] - ptr[:-1], sizes)
-    return Knowledge(knowledge.keys, set_of.reshape(-1).astype(np.int64), ptr,
+    return ValuesLeft(knowledge.keys, set_of.reshape(-1).astype(np.int64), ptr,
                      knowledge.values[take], knowledge.group)
 
 
@@ -637,273 +593,3 @@ def naive_incremental_partition(values: np.ndarray, keys: np.ndarray,
     part = _solve(order, v, k, e, places, allowed, fresh, ints=ints)
     return KEPartition(part.order, part.sorted_values, part.starts, part.cost, part.checks,
                        consulted + checks)
-
-
-# -- the permuted release -----------------------------------------------------------------
-
-
-def sensitive_values(df: pd.DataFrame, schema: Schema) -> tuple[str, np.ndarray]:
-    """The one numeric sensitive column and its values as floats."""
-    import pandas as pd
-
-    if len(schema.sensitive) != 1:
-        raise InputError(f"(k,e)-anonymity protects one numeric sensitive attribute; "
-                         f"{len(schema.sensitive)} were given "
-                         f"({', '.join(schema.sensitive) or 'none'}): name one with "
-                         f"--sensitive")
-    name = schema.sensitive[0]
-    column = df[name]
-    if not pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
-        raise InputError(f"(k,e)-anonymity needs a numeric sensitive attribute; {name!r} has "
-                         f"values such as {column.dropna().head(1).tolist()}")
-    return name, column.to_numpy(dtype=np.float64, na_value=np.nan)
-
-
-def permuted_release(df: pd.DataFrame, schema: Schema, part: KEPartition, *, k: int,
-                     e: float, group_column: str, seed: int | None, method: str,
-                     parameters: dict[str, object], timings: dict[str, float],
-                     method_state: bytes | None = None) -> Release:
-    """QIs exact, the sensitive values permuted at random within each group, the group in
-    ``group_column``, identifiers dropped; the group table as the ``groups`` auxiliary."""
-    import time
-
-    import pandas as pd
-
-    from anonkit._util.randomness import privacy_rng
-    from anonkit.metrics import class_metrics
-    from anonkit.models.ke_anonymity import KEAnonymity
-    from anonkit.release import Release, ReleaseKind, ThreatModel
-    from anonkit.verify import verify_release
-
-    t0 = time.perf_counter()
-    name = schema.sensitive[0]
-    if group_column in df.columns or group_column in schema.released_columns:
-        raise InputError(f"the group column {group_column!r} is already a column of the table; "
-                         f"choose another name with --group-column")
-    rng, seeded = privacy_rng(seed)
-    group_sorted = part.group_of_sorted()
-    # a random order within each group (groups stay in place: they are sorted already)
-    shuffled = part.order[np.lexsort((rng.random(len(part.order)), group_sorted))]
-    source = df[name].to_numpy()
-    permuted = np.empty_like(source)
-    permuted[part.order] = source[shuffled]
-    data = pd.DataFrame({c: df[c].array.copy() for c in schema.released_columns},
-                        index=pd.RangeIndex(len(df)))
-    data[name] = permuted
-    groups = part.group_ids()
-    data[group_column] = groups
-    ptr, _ = group_value_sets(part)
-    v = part.sorted_values
-    table = pd.DataFrame({"id": np.arange(part.n_groups),
-                          "size": np.diff(part.starts),
-                          "min": df[name].to_numpy()[part.order[part.starts[:-1]]],
-                          "max": df[name].to_numpy()[part.order[part.starts[1:] - 1]],
-                          "distinct": np.diff(ptr)})
-    timings["permute"] = time.perf_counter() - t0
-    model = KEAnonymity(k, e, attribute=name)
-    metrics = {"ke.error": float(spread(v[part.starts[1:] - 1], v[part.starts[:-1]]).sum()),
-               "ke.groups": float(part.n_groups)}
-    release = Release(data, groups, pd.DataFrame(), [], metrics, schema, method, parameters,
-                      timings, kind=ReleaseKind.PERMUTED, models=[model],
-                      group_column=group_column, auxiliary={"groups": table},
-                      threat_model=ThreatModel.INCREMENTAL_KE, seeded=seeded,
-                      method_state=method_state)
-    t0 = time.perf_counter()
-    verify_release(release)  # the boundary regroups by the group column; done once here
-    release.metrics |= class_metrics(np.diff(part.starts), k)
-    timings["verify"] = time.perf_counter() - t0
-    release.metrics |= _query_error(release, df[name].to_numpy(dtype=np.float64))
-    return release
-
-
-def _query_error(release: Release, truth: np.ndarray) -> dict[str, float]:
-    """The utility metric: the relative error of SUM on random range queries over the
-    numeric quasi-identifiers (none when there are no numeric quasi-identifiers)."""
-    from anonkit.metrics.range_queries import relative_error
-
-    try:
-        return relative_error(release, truth)
-    except InputError:
-        return {}
-
-
-def anonymize(df: pd.DataFrame, schema: Schema, options: dict[str, Any]) -> Release:
-    """One-shot (k,e)-anonymity of ``df`` (the ``ke`` method)."""
-    return _one_shot(df, schema, options)[0]
-
-
-def _one_shot(df: pd.DataFrame, schema: Schema,
-              options: dict[str, Any]) -> tuple[Release, KEPartition]:
-    import time
-
-    k, e = options.get("k"), options.get("e")
-    if k is None or e is None:
-        raise InputError("method 'ke' needs both -k (distinct values per group) and -e "
-                         "(least range per group)")
-    name, values = sensitive_values(df, schema)
-    timings: dict[str, float] = {}
-    t0 = time.perf_counter()
-    part = optimal_partition(values, k, e, places=decimal_places(values), name=name)
-    timings["partition"] = time.perf_counter() - t0
-    release = permuted_release(df, schema, part, k=k, e=e,
-                               group_column=options.get("group_column") or "group",
-                               seed=options.get("seed"), method="ke",
-                               parameters=_parameters(options), timings=timings)
-    return release, part
-
-
-def _parameters(options: dict[str, Any]) -> dict[str, object]:
-    # never the seed: a recorded seed would let a reader replay the permutation
-    return {n: options[n] for n in ("k", "e", "group_column", "history_check")
-            if options.get(n) is not None}
-
-
-def earlier_release(view: ReleaseView, keys: np.ndarray, attribute: str) -> EarlierRelease:
-    """An earlier release from the history: each current row's group there (matched by
-    pseudonym), and each group's distinct released values."""
-    record_keys = np.asarray(view.record_keys.tolist(), dtype=KEY_DTYPE)
-    sort = np.argsort(record_keys, kind="stable")
-    record_keys, record_classes = record_keys[sort], view.record_classes[sort]
-    group_of_row = np.full(len(keys), -1, dtype=np.int64)
-    if len(record_keys):
-        pos = np.minimum(np.searchsorted(record_keys, keys), len(record_keys) - 1)
-        hit = record_keys[pos] == keys
-        group_of_row[hit] = record_classes[pos[hit]]
-    cv = view.values[attribute]
-    # entries are sorted by class then value: distinct values per class directly
-    counts = np.bincount(cv.class_index, minlength=view.n_classes)
-    ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
-    return EarlierRelease(group_of_row, ptr, np.asarray(cv.value, dtype=np.float64),
-                          record_keys, np.asarray(record_classes, dtype=np.int64))
-
-
-def publish(df: pd.DataFrame, request: Any, context: PublishContext) -> Release:
-    """The next release of a dataset (the ``ke`` method with a history): the optimal
-    partition with no incremental breach against any earlier release."""
-    import time
-
-    from anonkit.history.attacks import CrossReleaseBreachError
-
-    options = dict(request.options)
-    strategy = options.get("history_check") or "pruned"
-    if context.previous is None or strategy == "ignore":
-        # the first release, or a deliberate re-partition that ignores the history (the
-        # publishing gate then judges it like any one-shot release)
-        release, part = _one_shot(df, context.schema, options)
-        keys = np.asarray(context.pseudonyms, dtype=KEY_DTYPE)
-        release.method_state = first_knowledge(part, keys).to_bytes()
-        return release
-    k, e = options.get("k"), options.get("e")
-    if k is None or e is None:
-        raise InputError("method 'ke' needs both -k and -e")
-    name, values = sensitive_values(df, context.schema)
-    keys = np.asarray(context.pseudonyms, dtype=KEY_DTYPE)
-    places = decimal_places(values)
-    timings: dict[str, float] = {}
-    t0 = time.perf_counter()
-    view = context.previous_view()
-    assert view is not None and context.previous is not None
-    if name not in view.values:
-        raise InputError(f"the previous release of {context.dataset!r} has no sensitive "
-                         f"attribute {name!r}")
-    previous = earlier_release(view, keys, name)
-    state = context.store.method_state(context.previous)
-    try:
-        if strategy == "pruned" and state is not None and context.previous.method == "ke":
-            part, knowledge = incremental_partition(values, keys, previous,
-                                                    Knowledge.from_bytes(state), k, e,
-                                                    places=places, name=name)
-        else:
-            # every earlier release (also when the previous one carries no knowledge)
-            infos = context.store.releases(context.dataset)
-            earlier = [earlier_release(context.store.load(info, labels=False), keys, name)
-                       for info in infos]
-            part = naive_incremental_partition(values, keys, earlier, k, e, places=places,
-                                               name=name)
-            knowledge = _knowledge_after(part, keys, earlier)
-    except BlockedRecords as blocked:
-        raise CrossReleaseBreachError(_blocked_message(blocked, request, context),
-                                      details=_blocked_details(blocked, context, view)
-                                      ) from None
-    timings["partition"] = time.perf_counter() - t0
-    parameters = _parameters(options) | {"breach_checks": part.breach_checks}
-    return permuted_release(df, context.schema, part, k=k, e=e,
-                            group_column=options.get("group_column") or "group",
-                            seed=options.get("seed"), method="ke", parameters=parameters,
-                            timings=timings, method_state=knowledge.to_bytes())
-
-
-def _knowledge_after(part: KEPartition, keys: np.ndarray,
-                     earlier: Sequence[EarlierRelease]) -> Knowledge:
-    """The knowledge after ``part`` computed from every release (the naive path)."""
-    present = np.unique(part.sorted_values)
-    set_of, ptr, values, _ = knowledge_from_releases(keys, earlier, present)
-    # the records of earlier releases absent from this one keep theirs (narrowed by the
-    # subtraction for each release they left, this one included)
-    ever = [r.record_keys for r in earlier if r.record_keys is not None]
-    absent = np.setdiff1d(np.concatenate(ever), keys) if ever else \
-        np.zeros(0, dtype=KEY_DTYPE)
-    absent = absent.astype(KEY_DTYPE)
-    gptr, gvalues = group_value_sets(part)
-    releases = [EarlierRelease(r.groups_of(absent), r.ptr, r.values) for r in earlier]
-    releases.append(EarlierRelease(np.full(len(absent), -1, dtype=np.int64), gptr, gvalues))
-    universe = np.unique(np.concatenate([r.values for r in releases]))
-    a_set, a_ptr, a_values, _ = knowledge_from_releases(absent, releases, universe)
-    carried = Knowledge(absent, a_set, a_ptr, a_values)
-    return next_knowledge(part, keys, carried, set_of, ptr, values)
-
-
-def _published_group_ids(context: PublishContext, view: ReleaseView) -> np.ndarray | None:
-    """Per class of the previous release (as the history numbers them), its group id in
-    the published file: the history numbers classes in the order of the released rows,
-    which are shuffled, so the two differ. Taken from the group ids the previous release
-    carried forward in its method state (None when it carries none)."""
-    assert context.previous is not None
-    state = context.store.method_state(context.previous)
-    if state is None or context.previous.method != "ke":
-        return None
-    carried = Knowledge.from_bytes(state)
-    if carried.group is None or not len(carried.keys):
-        return None
-    keys = np.asarray(view.record_keys.tolist(), dtype=KEY_DTYPE)
-    pos = np.minimum(np.searchsorted(carried.keys, keys), len(carried.keys) - 1)
-    hit = carried.keys[pos] == keys
-    out = np.full(view.n_classes, -1, dtype=np.int64)
-    out[view.record_classes[hit]] = carried.group[pos[hit]]
-    return out
-
-
-
-
-def _blocked_details(blocked: BlockedRecords, context: PublishContext,
-                     view: ReleaseView) -> dict[str, object]:
-    """What a steward needs to act (see the README), for ``--json`` and the Python caller,
-    never in the message: the input rows (0-based data rows) to keep one more release --
-    the returning records, with the values and range left to each, and the group-mates still
-    in the table of those that left -- and those leavers' groups as published (the
-    ``group`` value of the previous release's file; -1 when it carries none)."""
-    published = _published_group_ids(context, view)
-
-    def group(g: int) -> int:
-        return int(published[g]) if published is not None and 0 <= g < len(published) else -1
-
-    returning = [{"row": int(b.row), "values_left": int(b.distinct),
-                  "range_left": float(b.range)} for b in blocked.blockers if b.row >= 0]
-    survivors = sorted({int(r) for b in blocked.blockers if b.row < 0 for r in b.survivors})
-    return {"returning": returning, "group_mates_of_leavers_rows": survivors,
-            "leavers_groups": sorted({group(b.previous_group) for b in blocked.blockers
-                                      if b.row < 0}),
-            "rows": sorted({*(r["row"] for r in returning), *survivors})}
-
-
-def _blocked_message(blocked: BlockedRecords, request: Any, context: PublishContext) -> str:
-    """One line of counts: no key and no value goes into a refusal (it ends up in logs)."""
-    returning = sum(1 for b in blocked.blockers if b.row >= 0)
-    groups = len({b.previous_group for b in blocked.blockers if b.row < 0})
-    left = len(blocked.blockers) - returning
-    k, e = request.options.get("k"), request.options.get("e")
-    return (f"release {context.seq} of {context.dataset!r} refused: after the deletions no "
-            f"partition avoids an incremental breach of (k={k}, e={exact_number(e)}) for "
-            f"{len(blocked.blockers)} records ({returning} returning, {left} that left, from "
-            f"{groups} earlier groups) to the linkage adversary; nothing was written. See the "
-            f"README (history: refused incremental releases) for what to do")

@@ -1,0 +1,107 @@
+"""``anonkit anonymize``: a verified release of a table, by a one-shot method."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from anonkit._util.parallel import in_background
+from anonkit.cli.common import (
+    READING_PARAMETERS,
+    Progress,
+    command_line,
+    engine_options,
+    given_method_options,
+    load_config,
+    method_options,
+    order_option,
+    reading_given,
+    reading_options,
+    role_options,
+    run_body,
+)
+
+if TYPE_CHECKING:
+    from anonkit.jobs.reading import InputTable
+
+
+@click.command()
+@click.argument("input_path", metavar="INPUT", required=False)
+@click.option("-o", "--output", help="Where to write the release (.csv or .parquet).")
+@click.option("--config", "config_path", type=click.Path(path_type=Path),
+              help="A TOML job file; command-line options override it.")
+@role_options
+@method_options
+@click.option("--shuffle", is_flag=True, default=None,
+              help="Release the rows in a random order (from the operating system; --seed "
+                   "for tests). By default they keep the input's order, which lets anyone "
+                   "line up a person's rows across releases.")
+@reading_options
+@order_option
+@click.option("--report", type=click.Path(path_type=Path), help="Write an HTML report here.")
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
+@click.option("-v", "--verbose", is_flag=True, help="Print every metric, not only a summary.")
+@click.option("--mkdir", is_flag=True,
+              help="Create the output's folder (and the report's) when it does not exist.")
+@engine_options
+def anonymize(input_path: str | None, output: str | None, config_path: Path | None,
+              qi: str | None, sensitive: str | None, identifiers: str | None,
+              hierarchies: tuple[str, ...], kinds: tuple[str, ...], insensitive: str | None,
+              drop: str | None, method: str | None, shuffle: bool | None,
+              report: Path | None, as_json: bool, verbose: bool,
+              mkdir: bool, engine: str | None, workers: int | None, scheduler: str | None,
+              **method_values: object) -> None:
+    """Anonymize INPUT with a one-shot method (default: Mondrian) and write a verified
+    release to OUTPUT."""
+
+    def body() -> int:
+        # pandas, the method and the report load in a thread while the job is read and
+        # its input parsed (Arrow parses without the GIL): about as long each
+        loading = in_background(importlib.import_module, "anonkit.jobs.anonymization")
+        from anonkit import jobs
+
+        given = {
+            "input": input_path, "output": output, "quasi_identifiers": qi,
+            "sensitive": sensitive, "identifiers": identifiers, "insensitive": insensitive,
+            "drop": drop, "method": method, "shuffle": shuffle,
+            "report": str(report) if report else None,
+            "hierarchy_pairs": hierarchies, "kind_pairs": kinds,
+            "engine": engine, "workers": workers, "scheduler": scheduler,
+        } | reading_given(method_values)
+        for key in READING_PARAMETERS:
+            method_values.pop(key, None)
+        job = jobs.job_from(load_config(config_path), given | {"mkdir": mkdir or None},
+                            given_method_options(method_values))
+        qis = jobs.reading_qis(job)
+        reading = in_background(_read_input, job, qis) if qis is not None else None
+        loading.result()
+        outcome = jobs.anonymize_file(job, Progress().step, command=command_line(),
+                                      cluster_progress=not as_json and sys.stderr.isatty(),
+                                      reading=reading)
+        if as_json:
+            click.echo(json.dumps(outcome, indent=2, default=str))
+        else:
+            click.echo(outcome["full_summary"] if verbose else outcome["summary"])
+            if outcome["released_unchanged"]:
+                # a column nobody named is released as it is: say so, every time
+                click.echo(f"released unchanged (insensitive): "
+                           f"{', '.join(outcome['released_unchanged'])} -- name direct "  # type: ignore[call-overload]
+                           f"identifiers with --id to drop them")
+            click.echo(f"release written to {outcome['output']}")
+            if outcome.get("report"):
+                click.echo(f"report written to {outcome['report']}")
+        return 0
+
+    run_body(body)
+
+
+def _read_input(job: Mapping[str, object], qis: list[str]) -> InputTable:
+    from anonkit.jobs.reading import read_job_input  # here: in the reading thread
+
+    return read_job_input(job, qis)

@@ -1,0 +1,111 @@
+"""Reading a job's input as an Arrow table, and the roles of its columns. Imports no pandas:
+the command line reads in the background while the rest of the job (pandas, the method, the
+report) is imported, which takes about as long (see :func:`anonkit.jobs.common.reading_qis`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from anonkit._util.options import as_list
+from anonkit.data.read import (
+    Dialect,
+    first_data_line,
+    read_arrow,
+    separator_hint,
+    table_columns,
+    table_format,
+)
+from anonkit.errors import InputError
+from anonkit.jobs.common import Job, values_list
+
+#: the input as an Arrow table (dropped columns left out), the columns the algorithm works
+#: on, whether the insensitive ones are verbatim text, and the file line of the first row
+InputTable = tuple[pa.Table, list[str], bool, int | None]
+
+
+def job_dialect(job: Job) -> Dialect:
+    """How a job's input file is written: header, names, missing cells, spaces, encoding."""
+    names = job.get("names")
+    return Dialect.of(
+        header=job.get("header", True) is not False,
+        names=None if names is None else values_list(names, "names"),
+        na_values=job.get("na_values") or (),  # type: ignore[arg-type]
+        skipinitialspace=bool(job.get("skipinitialspace")),
+        encoding=job.get("encoding"))  # type: ignore[arg-type]
+
+
+def column_roles(names: Sequence[str], job: Job, qis: Sequence[str]) -> dict[str, str]:
+    """Every column's role, by name. Every column needs one, as in ARX: a column nobody
+    named would otherwise go out raw, so it is an error that names the columns. A
+    hierarchy or kind describes a quasi-identifier or sensitive column, a generalization
+    a quasi-identifier; on any other column it is an error too."""
+    roles: dict[str, str] = {}
+    insensitive: Any = job.get("insensitive") or []
+    for role, columns in (("quasi-identifier", qis),
+                          ("sensitive", as_list(job.get("sensitive"))),  # type: ignore[arg-type]
+                          ("identifier", as_list(job.get("identifiers"))),  # type: ignore[arg-type]
+                          ("insensitive", [] if insensitive == "*" else insensitive),
+                          ("drop", as_list(job.get("drop")))):  # type: ignore[arg-type]
+        for name in columns:
+            if name not in names:
+                raise InputError(f"unknown column {name!r} given as {role}; the table has: "
+                                 f"{', '.join(names)}{separator_hint(names)}")
+            if name in roles and roles[name] != role:
+                raise InputError(f"column {name!r} is given two roles: {roles[name]} and "
+                                 f"{role}; give it one")
+            roles[name] = role
+    options: Any = job.get("options") or {}
+    generalization = options.get("generalization") or {}
+    described: Any = ((job.get("hierarchies") or {}, "hierarchy",
+                       ("quasi-identifier", "sensitive")),
+                      (job.get("kinds") or {}, "kind", ("quasi-identifier", "sensitive")),
+                      (job.get("orders") or {}, "order", ("quasi-identifier", "sensitive")),
+                      (generalization, "generalization", ("quasi-identifier",)))
+    for columns, option, allowed in described:
+        for name in columns:
+            if roles.get(name) not in allowed:
+                what = roles.get(name, "a column with no role")
+                raise InputError(f"--{option} {name}=...: {name!r} is {what}; a {option} "
+                                 f"describes a {' or '.join(allowed)} column (name it with "
+                                 f"--qi{' or --sensitive' if len(allowed) > 1 else ''})")
+    others = [name for name in names if name not in roles]
+    if others and insensitive != "*":
+        raise InputError(f"column(s) with no role: {', '.join(others)}. Give every column a "
+                         f"role: --qi, --sensitive, --id (dropped, an identifier), "
+                         f"--insensitive (released unchanged) or --drop; --insensitive '*' "
+                         f"releases all the others unchanged")
+    return roles | dict.fromkeys(others, "insensitive")
+
+
+def read_job_input(job: Job, qis: list[str]) -> InputTable:
+    """The input as an Arrow table (dropped columns left out), the columns the algorithm
+    works on (in table order), whether the insensitive ones are verbatim text, and the line
+    of the file its first row is on (CSV).
+
+    Every column needs a role (:func:`column_roles`). Insensitive columns are released
+    unchanged: they stay in Arrow, never loaded into pandas, and when both files are CSV
+    they are read as text and written back as it was (``007`` stays ``007``, ``1.50``
+    stays ``1.50``), which is also the cheapest way.
+    """
+    source = str(job["input"])
+    sep: Any = job.get("separator")
+    dialect = job_dialect(job)
+    names = table_columns(source, sep, dialect=dialect)
+    named = {*qis, *as_list(job.get("sensitive")),  # type: ignore[arg-type]
+             *as_list(job.get("identifiers")), *as_list(job.get("drop"))}  # type: ignore[arg-type]
+    listed: Any = job.get("insensitive") or []
+    insensitive = [name for name in names if name not in named] \
+        if listed == "*" else list(listed)
+    verbatim = table_format(source) == "csv" and table_format(str(job["output"])) == "csv"
+    table = read_arrow(source, sep,
+                       text_columns=[n for n in insensitive if n in names] if verbatim else (),
+                       dictionary_text=True, dialect=dialect)
+    roles = column_roles(names, job, qis)  # after reading: an unreadable file is told first
+    dropped = [name for name in names if roles[name] == "drop"]
+    if dropped:
+        table = table.drop_columns(dropped)
+    worked_on = [name for name in names if roles[name] not in ("insensitive", "drop")]
+    return table, worked_on, verbatim, first_data_line(source, dialect)
