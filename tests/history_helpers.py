@@ -13,6 +13,7 @@ import argparse
 import json
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,7 @@ import sqlalchemy as sa
 
 from anonkit.data.encoding import encode_column
 from anonkit.data.schema import ColumnSpec, Kind, Role
+from anonkit.history.attacks import Requirement
 from anonkit.history.crypto import (
     _KNOWLEDGE_DOMAIN,
     _keystream_bytes,
@@ -31,6 +33,7 @@ from anonkit.history.crypto import (
 from anonkit.history.engines import register_engine
 from anonkit.history.engines.context import PublishContext, PublishRequest
 from anonkit.history.publish import PUBLISH_HOOKS, publish
+from anonkit.history.records import PreparedRelease, ReleaseView
 from anonkit.history.schema import (
     classes_table,
     knowledge_table,
@@ -40,6 +43,7 @@ from anonkit.history.schema import (
     schema_table,
 )
 from anonkit.history.store import HistoryStore
+from anonkit.history.summary import multisets, record_entries
 from anonkit.models import KEAnonymity
 from anonkit.models.base import Classes, KAnonymity, PrivacyModel, SensitiveAttribute
 from anonkit.release import Release
@@ -272,3 +276,59 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+# -- releases built by hand ----------------------------------------------------------------
+
+
+def release(seq: int, members: dict[str, int], values: dict[str, object], *,
+            labels: dict[int, list[object]] | None = None, kind: str = "generalized",
+            fakes: dict[int, list[object]] | None = None, numeric: bool = False,
+            requirements: tuple[Requirement, ...] = (),
+            record_values: bool = False) -> PreparedRelease:
+    """A release built by hand (``labels``: per class, its released QI labels;
+    ``record_values``: the history keeps each record's value, as a publish does)."""
+    fakes = fakes or {}
+    keys = sorted(members)
+    fake_classes = [c for c, vals in fakes.items() for _ in vals]
+    class_ids = np.array([members[key] for key in keys] + fake_classes, dtype=np.int64)
+    released = pd.Series([values[key] for key in keys]
+                         + [v for vals in fakes.values() for v in vals],
+                         dtype=np.float64 if numeric else object)
+    sizes = np.bincount(class_ids)
+    labels = labels or {c: [f"g{c}"] for c in range(len(sizes))}
+    n_qis = len(next(iter(labels.values())))
+    return PreparedRelease(
+        dataset="hand", seq=seq, method="hand", parameters={}, key_column="pid", columns={},
+        quasi_identifiers=["age", "sex", "zone"][:n_qis], sensitive=["v"], models=[],
+        verdicts=[], n_input_rows=len(keys), n_released_rows=len(class_ids),
+        class_rows=[(c, int(sizes[c]), json.dumps(labels[c])) for c in range(len(sizes))],
+        class_values=[multisets("v", released, class_ids)],
+        record_hashes=[key.encode().ljust(16, b".") for key in keys],
+        record_classes=[members[key] for key in keys], release_kind=kind,
+        group_column="group" if kind == "permuted" else None,
+        requirements=list(requirements),
+        counterfeits=np.bincount(np.array(fake_classes, dtype=np.int64),
+                                 minlength=len(sizes)).tolist(),
+        record_values={"v": record_entries("v", released, class_ids)[:len(keys)]}
+        if record_values else None)
+
+
+def pid(key: str) -> bytes:
+    return key.encode().ljust(16, b".")
+
+
+def classes_and_bags(views: list[ReleaseView]
+                     ) -> tuple[list[dict[bytes, int]], list[dict[int, Counter[object]]]]:
+    """Per release: each record's class, and each class's multiset of the values of "v"."""
+    classes = [dict(zip(v.record_keys.tolist(), v.record_classes.tolist(), strict=True))
+               for v in views]
+    bags: list[dict[int, Counter[object]]] = []
+    for v in views:
+        cv = v.values["v"]
+        per_class: dict[int, Counter[object]] = {}
+        for c, x, count in zip(cv.class_index.tolist(), cv.value.tolist(), cv.count.tolist(),
+                               strict=True):
+            per_class.setdefault(c, Counter())[x] = count
+        bags.append(per_class)
+    return classes, bags

@@ -30,7 +30,7 @@ from anonkit.labels import (
     parse_label,
     range_labels,
 )
-from test_knowledge import pid, release
+from history_helpers import pid, release
 
 SETTINGS = settings(max_examples=400, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])

@@ -43,13 +43,13 @@ from history_helpers import (
     people,
     sorted_chunks,
 )
+from locations import TESTS
 
 if TYPE_CHECKING:
     from pg_fixtures import HistoryTarget, TemporaryPostgres
 
 pytest_plugins = ["pg_fixtures"]
 
-TESTS = Path(__file__).parent
 
 
 def open_store(target: HistoryTarget, create: bool = True, **kw: object) -> HistoryStore:

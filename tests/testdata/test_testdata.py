@@ -23,9 +23,10 @@ import pytest
 from anonkit.release import Provenance, ReleaseKind
 from anonkit.testdata import TestData, generate
 from anonkit.verify import verify_release
+from locations import FIXTURES
 
-SUBJECTS_DIR = Path(__file__).parent / "subjects"
-sys.path.insert(0, str(Path(__file__).parent))
+SUBJECTS_DIR = FIXTURES / "subjects"
+sys.path.insert(0, str(FIXTURES))
 
 from subjects.generators import SUBJECTS  # noqa: E402
 

@@ -17,6 +17,8 @@ import pandas as pd
 import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
+from test_attacks import WARD, WARD_1, WARD_2
+from test_history_v3 import release as hand_release
 
 from anonkit.cli.release import release as release_cli
 from anonkit.errors import ConcurrentPublishError, HistoryError
@@ -26,15 +28,14 @@ from anonkit.history.records import RecordMap, ReleaseInfo
 from anonkit.history.schema import record_maps_table, records_table
 from anonkit.history.store import HistoryStore, HistoryUpgradedWarning
 from history_helpers import as_version_2, history_state, make_request, write_record_rows
-from test_attacks import WARD, WARD_1, WARD_2
-from test_history_v3 import release as hand_release
+from locations import FIXTURES
 
 if TYPE_CHECKING:
     from pg_fixtures import HistoryTarget
 
 pytest_plugins = ["pg_fixtures"]
 
-V1_FIXTURE = Path(__file__).parent / "data" / "history_v1"
+V1_FIXTURE = FIXTURES / "history_v1"
 
 
 def open_store(target: HistoryTarget) -> HistoryStore:

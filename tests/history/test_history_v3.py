@@ -34,13 +34,14 @@ from anonkit.history.store import HistoryStore, HistoryUpgradedWarning
 from anonkit.history.summary import multisets, record_entries
 from anonkit.models.base import CrossReleaseRequirement
 from history_helpers import as_version_2, write_record_rows
+from locations import FIXTURES
 
 if TYPE_CHECKING:
     from pg_fixtures import HistoryTarget, TemporaryPostgres
 
 pytest_plugins = ["pg_fixtures"]
 
-V1_FIXTURE = Path(__file__).parent / "data" / "history_v1"
+V1_FIXTURE = FIXTURES / "history_v1"
 
 #: pseudonyms that an "S16" numpy string would shorten: trailing NUL bytes
 NUL_KEYS = [b"\x00" * 16, b"tail-nul" + b"\x00" * 8, b"x" * 15 + b"\x00", b"\xff" * 16]

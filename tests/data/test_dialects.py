@@ -19,8 +19,9 @@ from anonkit.cli import main
 from anonkit.data.read import Dialect, read_arrow, read_table, table_columns
 from anonkit.errors import InputError
 from anonkit.hierarchy import read_arx_hierarchy
+from locations import SHARED_DATA
 
-ADULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult_mondrian"
+ADULT = SHARED_DATA / "adult_mondrian"
 ADULT_NAMES = ("age,workclass,fnlwgt,education,education-num,marital-status,occupation,"
                "relationship,race,sex,capital-gain,capital-loss,hours-per-week,"
                "native-country,class")

@@ -30,53 +30,15 @@ from anonkit.history.knowledge import (
     knowledge_views,
 )
 from anonkit.history.publish import publish
-from anonkit.history.records import PreparedRelease, ReleaseView
+from anonkit.history.records import ReleaseView
 from anonkit.history.schema import knowledge_table
 from anonkit.history.store import HistoryStore
-from anonkit.history.summary import multisets, record_entries
-from history_helpers import churned_versions, make_request
+from history_helpers import churned_versions, classes_and_bags, make_request, pid, release
 
 # the modules whose names the tests replace: the engine (its propagation) and the kept
 # state (the fold that rebuilds the knowledge when none is kept)
 engine_module = importlib.import_module("anonkit.history.knowledge.engine")
 state_module = importlib.import_module("anonkit.history.knowledge.state")
-
-
-def release(seq: int, members: dict[str, int], values: dict[str, object], *,
-            labels: dict[int, list[object]] | None = None, kind: str = "generalized",
-            fakes: dict[int, list[object]] | None = None, numeric: bool = False,
-            requirements: tuple[Requirement, ...] = (),
-            record_values: bool = False) -> PreparedRelease:
-    """A release built by hand (``labels``: per class, its released QI labels;
-    ``record_values``: the history keeps each record's value, as a publish does)."""
-    fakes = fakes or {}
-    keys = sorted(members)
-    fake_classes = [c for c, vals in fakes.items() for _ in vals]
-    class_ids = np.array([members[key] for key in keys] + fake_classes, dtype=np.int64)
-    released = pd.Series([values[key] for key in keys]
-                         + [v for vals in fakes.values() for v in vals],
-                         dtype=np.float64 if numeric else object)
-    sizes = np.bincount(class_ids)
-    labels = labels or {c: [f"g{c}"] for c in range(len(sizes))}
-    n_qis = len(next(iter(labels.values())))
-    return PreparedRelease(
-        dataset="hand", seq=seq, method="hand", parameters={}, key_column="pid", columns={},
-        quasi_identifiers=["age", "sex", "zone"][:n_qis], sensitive=["v"], models=[],
-        verdicts=[], n_input_rows=len(keys), n_released_rows=len(class_ids),
-        class_rows=[(c, int(sizes[c]), json.dumps(labels[c])) for c in range(len(sizes))],
-        class_values=[multisets("v", released, class_ids)],
-        record_hashes=[key.encode().ljust(16, b".") for key in keys],
-        record_classes=[members[key] for key in keys], release_kind=kind,
-        group_column="group" if kind == "permuted" else None,
-        requirements=list(requirements),
-        counterfeits=np.bincount(np.array(fake_classes, dtype=np.int64),
-                                 minlength=len(sizes)).tolist(),
-        record_values={"v": record_entries("v", released, class_ids)[:len(keys)]}
-        if record_values else None)
-
-
-def pid(key: str) -> bytes:
-    return key.encode().ljust(16, b".")
 
 
 def test_what_is_known_of_each_record_by_hand(tmp_path: Path) -> None:
@@ -313,22 +275,6 @@ def test_knowledge_of_a_published_history(tmp_path: Path) -> None:
 
 
 # -- both adversaries against an attacker that tries every assignment ------------------------
-
-
-def classes_and_bags(views: list[ReleaseView]
-                     ) -> tuple[list[dict[bytes, int]], list[dict[int, Counter[object]]]]:
-    """Per release: each record's class, and each class's multiset of the values of "v"."""
-    classes = [dict(zip(v.record_keys.tolist(), v.record_classes.tolist(), strict=True))
-               for v in views]
-    bags: list[dict[int, Counter[object]]] = []
-    for v in views:
-        cv = v.values["v"]
-        per_class: dict[int, Counter[object]] = {}
-        for c, x, count in zip(cv.class_index.tolist(), cv.value.tolist(), cv.count.tolist(),
-                               strict=True):
-            per_class.setdefault(c, Counter())[x] = count
-        bags.append(per_class)
-    return classes, bags
 
 
 def brute_possible(views: list[ReleaseView], truth: dict[bytes, str]

@@ -26,7 +26,7 @@ from anonkit.history.possible import (
     structure,
 )
 from anonkit.history.records import ReleaseView
-from test_knowledge import classes_and_bags, pid, release
+from history_helpers import classes_and_bags, pid, release
 
 VALUES = ["x", "y", "z"]
 

@@ -15,12 +15,13 @@ import z3
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_testdata import check_result
 
 from anonkit.testdata import Limits, generate
 from anonkit.testdata.program import ProgramRef, load
 from anonkit.testdata.symbolic import Z3Builder, evaluate
 from anonkit.testdata.trace import concolic_path, path_condition
-from test_testdata import check_result
+from locations import FIXTURES
 
 
 def write_program(tmp_path: Path, source: str, name: str = "subject") -> str:
@@ -258,12 +259,12 @@ def test_cli_writes_the_release_and_the_report(tmp_path: Path) -> None:
     from anonkit.cli import main
     from anonkit.data.read import read_table
 
-    sys.path.insert(0, str(Path(__file__).parent))
+    sys.path.insert(0, str(FIXTURES))
     from subjects.generators import shipping
 
     raw_path = tmp_path / "raw.csv"
     shipping(600, 2).to_csv(raw_path, index=False)
-    program = f"{Path(__file__).parent / 'subjects' / 'shipping.py'}:shipping_cost"
+    program = f"{FIXTURES / 'subjects' / 'shipping.py'}:shipping_cost"
     out, report = tmp_path / "released.csv", tmp_path / "kb.html"
     runner = CliRunner()
     result = runner.invoke(main, ["testdata", "--program", program, "--data", str(raw_path),

@@ -18,7 +18,7 @@ from anonkit.history.attacks import (
 )
 from anonkit.history.records import PreparedRelease, ReleaseView
 from anonkit.history.report import render_html
-from test_knowledge import pid, release
+from history_helpers import pid, release
 
 # four people in two classes per release; release 2 swaps b and d. Each class keeps {flu,
 # cold}, so counting leaves everyone both values; linking rows leaves each person alone

@@ -19,6 +19,7 @@ import pandas as pd
 import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
+from test_attacks import hand_release
 
 from anonkit.cli.release import release as release_cli
 from anonkit.errors import HistoryError
@@ -36,14 +37,14 @@ from anonkit.history.schema import SCHEMA_VERSION, schema_table
 from anonkit.history.secret import SECRET_ENV, SecretBesideHistoryWarning
 from anonkit.history.store import HistoryStore, HistoryUpgradedWarning
 from anonkit.models.base import CrossReleaseRequirement
-from test_attacks import hand_release
+from locations import FIXTURES
 
 if TYPE_CHECKING:
     from pg_fixtures import HistoryTarget, TemporaryPostgres
 
 pytest_plugins = ["pg_fixtures"]
 
-FIXTURE = Path(__file__).parent / "data" / "history_v1"
+FIXTURE = FIXTURES / "history_v1"
 DATASETS = ("ward", "clinic")
 
 
