@@ -4,7 +4,7 @@
 
 Prints, per subject program and option: tracing speed (tuples/s), distinct paths, tuples
 released, solve time per released tuple, coverage and total time. The subject programs and
-their seeded data generators live in tests/subjects/. Target: P-T on 10,000 tuples in
+their seeded data generators live in tests/fixtures/subjects/. Target: P-T on 10,000 tuples in
 <= 10 s total (Budi et al. report 1.2-2.5 s per released tuple).
 """
 
@@ -15,9 +15,10 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
 
-#: P-F needs fields that can take a new value on every path (see tests/test_testdata.py)
+#: P-F needs fields that can take a new value on every path (see
+#: tests/testdata/test_testdata.py)
 PF_OPT_OUT = {
     "loan": ["employment", "has_default"],
     "shipping": ["country", "express", "parcels", "postcode"],
@@ -44,7 +45,7 @@ def main() -> None:
         spec, generator = SUBJECTS[name]
         raw = generator(args.rows, 1)
         for option in args.options.split(","):
-            result = generate(str(ROOT / "tests" / "subjects" / spec), raw, k=args.k,
+            result = generate(str(ROOT / "tests" / "fixtures" / "subjects" / spec), raw, k=args.k,
                               option=option, seed=1,
                               opt_out=PF_OPT_OUT[name] if option == "P-F" else ())
             stats = result.stats
