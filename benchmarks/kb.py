@@ -28,8 +28,9 @@ PF_OPT_OUT = {
 
 
 def main() -> None:
-    from anonkit.testdata import generate
     from subjects.generators import SUBJECTS
+
+    from anonkit.testdata import generate
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=10_000)
