@@ -59,7 +59,7 @@ _LAZY = {
 __all__ = ["AnonkitError", "InputError", "ModelNotMetError", *_LAZY]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name in _LAZY:
         module, attribute = _LAZY[name]
         value = getattr(importlib.import_module(module), attribute)
