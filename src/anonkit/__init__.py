@@ -23,7 +23,6 @@ line's start) stays quick.
 from __future__ import annotations
 
 import importlib
-from typing import Any
 
 from anonkit.errors import AnonkitError, InputError, ModelNotMetError
 
