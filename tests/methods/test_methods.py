@@ -15,6 +15,7 @@ from anonkit import methods
 from anonkit.cli import main
 from anonkit.errors import InputError
 from anonkit.history.store import HistoryStore
+from anonkit.methods.models import models_from_options
 from anonkit.models import KAnonymity, TCloseness
 from history_helpers import people
 
@@ -77,7 +78,7 @@ def test_thresholds_are_enforced_and_shown_exactly_as_given(table: Path,
     assert closeness["parameters"]["t"] == 0.92345678
     assert closeness["required"] == 0.92345678
     options = methods.get("mondrian").parse_options({"t": "0.12345678"}, "cli")
-    model = methods.models_from_options(options)[0]
+    model = models_from_options(options)[0]
     assert isinstance(model, TCloseness) and model.threshold == 0.12345678
     assert "0.12345678" in model.title()
 
@@ -168,5 +169,5 @@ def test_python_callers_get_the_same_checks() -> None:
     with pytest.raises(InputError, match="k must be a whole number"):
         mondrian.parse_options({"k": "5"}, "python")  # text is only read from a command line
     options = mondrian.parse_options({"k": 5, "models": [KAnonymity(7), "l=2"]}, "python")
-    assert [m.title() for m in methods.models_from_options(options)] == [
+    assert [m.title() for m in models_from_options(options)] == [
         "k-anonymity (k=5)", "k-anonymity (k=7)", "distinct l-diversity (l=2)"]

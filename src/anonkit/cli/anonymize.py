@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 import sys
-from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
@@ -26,9 +23,6 @@ from anonkit.cli.common import (
     role_options,
     run_body,
 )
-
-if TYPE_CHECKING:
-    from anonkit.jobs.reading import InputTable
 
 
 @click.command()
@@ -61,9 +55,6 @@ def anonymize(input_path: str | None, output: str | None, config_path: Path | No
     release to OUTPUT."""
 
     def body() -> int:
-        # pandas, the method and the report load in a thread while the job is read and
-        # its input parsed (Arrow parses without the GIL): about as long each
-        loading = in_background(importlib.import_module, "anonkit.jobs.anonymization")
         from anonkit import jobs
 
         given = {
@@ -78,12 +69,18 @@ def anonymize(input_path: str | None, output: str | None, config_path: Path | No
             method_values.pop(key, None)
         job = jobs.job_from(load_config(config_path), given | {"mkdir": mkdir or None},
                             given_method_options(method_values))
-        qis = jobs.reading_qis(job)
-        reading = in_background(_read_input, job, qis) if qis is not None else None
-        loading.result()
-        outcome = jobs.anonymize_file(job, Progress().step, command=command_line(),
-                                      cluster_progress=not as_json and sys.stderr.isatty(),
-                                      reading=reading)
+        if jobs.dask_chosen(job):
+            outcome = jobs.anonymize_on_dask(job, not as_json and sys.stderr.isatty())
+        else:
+            # pyarrow is imported here, then the file parsed in a thread (Arrow parses
+            # without the GIL) while pandas and the method are imported: about as long each
+            # (imports hold the GIL: two at a time would take as long as one after the other)
+            from anonkit.jobs.reading import read_job_input
+
+            qis = jobs.reading_qis(job)
+            reading = in_background(read_job_input, job, qis) if qis is not None else None
+            outcome = jobs.anonymize_file(job, Progress().step, command=command_line(),
+                                          reading=reading)
         if as_json:
             click.echo(json.dumps(outcome, indent=2, default=str))
         else:
@@ -99,9 +96,3 @@ def anonymize(input_path: str | None, output: str | None, config_path: Path | No
         return 0
 
     run_body(body)
-
-
-def _read_input(job: Mapping[str, object], qis: list[str]) -> InputTable:
-    from anonkit.jobs.reading import read_job_input  # here: in the reading thread
-
-    return read_job_input(job, qis)

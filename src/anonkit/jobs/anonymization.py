@@ -1,13 +1,12 @@
-"""Anonymizing one table: a DataFrame (:func:`anonymize`), a file as the command line does
-(:func:`anonymize_file`, locally or on Dask), and the demo on the bundled sample."""
+"""Anonymizing one table: a DataFrame (:func:`anonymize`), or a file as the command line does
+(:func:`anonymize_file`; on Dask: :mod:`anonkit.jobs.on_dask`)."""
 
 
 from __future__ import annotations
 
-import json
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ from typing import Any
 import pandas as pd
 
 from anonkit import methods
-from anonkit._util.files import atomic_write, sha256_file
+from anonkit._util.files import sha256_file
 from anonkit._util.options import as_list, job_qis
 from anonkit.assemble import Progress, no_progress
 from anonkit.data.read import (
@@ -23,9 +22,6 @@ from anonkit.data.read import (
 )
 from anonkit.data.schema import Kind, Schema
 from anonkit.data.write import check_output_path, output_format
-from anonkit.datasets import load_adult
-from anonkit.distributed.engine import DaskMondrian
-from anonkit.distributed.source import source_columns
 from anonkit.errors import InputError
 from anonkit.hierarchy import Hierarchy
 from anonkit.jobs.common import (
@@ -35,7 +31,7 @@ from anonkit.jobs.common import (
     dask_chosen,
 )
 from anonkit.jobs.frames import loaded_hierarchies, schema_from_roles
-from anonkit.jobs.reading import InputTable, column_roles, read_job_input
+from anonkit.jobs.reading import InputTable, read_job_input
 from anonkit.release import Release
 from anonkit.report import render_report
 from anonkit.report.html import RELEASE_DIGEST_PENDING, fill_release_digest
@@ -78,7 +74,6 @@ def anonymize(df: pd.DataFrame, method: str = "mondrian", *, quasi_identifiers: 
 
 
 def anonymize_file(job: Job, progress: Progress | None = None, *, command: str | None = None,
-                   cluster_progress: bool = False,
                    reading: Future[InputTable] | None = None) -> dict[str, object]:
     """Run one anonymization job (see :func:`job_from`; ``options`` typed already): read
     the input, anonymize, write the verified release (and the report) and return what
@@ -86,12 +81,12 @@ def anonymize_file(job: Job, progress: Progress | None = None, *, command: str |
 
     ``progress``: told each step, the reading and writing too (rows 0 while unknown).
     ``command``: the command that made the release, for the report's provenance.
-    ``cluster_progress``: on the Dask engine, show its progress on the terminal.
     ``reading``: the input already being read (see :func:`anonkit.jobs.common.reading_qis`),
     started before this module was imported, which takes about as long.
     """
     if dask_chosen(job):
-        return _anonymize_on_dask(job, cluster_progress)
+        raise InputError("this job runs on Dask (engine = \"dask\"): run it with "
+                         "anonkit.jobs.anonymize_on_dask")
     return _anonymize_locally(job, progress or no_progress, command, reading)
 
 
@@ -189,99 +184,3 @@ def _anonymize_locally(job: Job, step: Progress, command: str | None,
         "released_unchanged": unchanged.column_names,
         "seeded": result.seeded,
     }
-
-
-#: job keys the Dask engine cannot honour yet, with what to do instead
-_NOT_ON_DASK = {
-    "shuffle": "the Dask engine writes rows fragment by fragment; drop --shuffle",
-    "report": "the HTML report needs the release in memory; drop --report, or use the "
-              "single-process engine",
-}
-_DASK_MONDRIAN_OPTIONS = ("strategy", "generalization", "allow_missing", "seed")
-
-
-def _anonymize_on_dask(job: Job, progress: bool) -> dict[str, object]:
-    """The job on :class:`~anonkit.distributed.engine.DaskMondrian`; every column gets its
-    role exactly as on the single-process engine."""
-    if (job.get("method") or "mondrian") != "mondrian":
-        raise InputError(f"--engine dask runs Mondrian only; method {job['method']!r} runs "
-                         f"on the single-process engine")
-    for key, advice in _NOT_ON_DASK.items():
-        if job.get(key):
-            raise InputError(f"--{key} is not available with --engine dask: {advice}")
-    qis = job_qis(job, "-o DIR")
-    options: dict[str, Any] = dict(job.get("options") or {})  # type: ignore[call-overload]
-    unused = [name for name in ("remove_cut_dimension", "single_dimensional")
-              if options.get(name)]
-    if unused:
-        raise InputError(f"--{unused[0].replace('_', '-')} is not available with --engine "
-                         f"dask (fragments are cut on every dimension); drop it")
-    names = source_columns(str(job["input"]))
-    roles = column_roles(names, job, qis)
-    output = Path(str(job["output"]))
-    if job.get("mkdir"):
-        output.resolve().parent.mkdir(parents=True, exist_ok=True)
-    engine = DaskMondrian(models=methods.models_from_options(options),
-                          **{name: options[name] for name in _DASK_MONDRIAN_OPTIONS
-                             if options.get(name) is not None})
-    release = engine.anonymize(
-        str(job["input"]), output, qis,
-        as_list(job.get("sensitive")) or None,  # type: ignore[arg-type]
-        identifiers=[n for n in names if roles[n] == "identifier"],
-        drop=[n for n in names if roles[n] == "drop"],
-        hierarchies=loaded_hierarchies(job.get("hierarchies")),  # type: ignore[arg-type]
-        kinds=job.get("kinds") or None, orders=job.get("orders") or None,  # type: ignore[arg-type]
-        workers=job.get("workers"), scheduler=job.get("scheduler"),  # type: ignore[arg-type]
-        progress=progress)
-    return {
-        "output": release.output,
-        "files": release.files,
-        "report": None,
-        "method": "mondrian",
-        "engine": "dask",
-        "kind": "generalized",
-        "passed": release.passed,
-        "verdicts": [v.to_dict() for v in release.verdicts],
-        "metrics": release.metrics,
-        "timings": release.timings,
-        "fragments": release.n_fragments,
-        "summary": release.summary(),
-        "full_summary": release.summary(verbose=True),
-        "released_unchanged": [n for n in names if roles[n] == "insensitive"],
-        "seeded": options.get("seed") is not None,
-    }
-
-
-# -- check ---------------------------------------------------------------------------------
-
-
-def demo(output: PathText, progress: Progress | None = None, *, command: str | None = None,
-         announce: Callable[[str], None] | None = None) -> dict[str, object]:
-    """Anonymize the bundled UCI Adult sample with Mondrian (k=10, distinct l=2) into the
-    folder ``output``: the release, ``verification.json`` and the report. ``announce`` is
-    told what is about to run, before it runs; the outcome is :func:`anonymize_file`'s with
-    ``verification``, the verification file."""
-    folder = Path(output)
-    adult = load_adult()
-    folder.mkdir(parents=True, exist_ok=True)
-    qis = list(adult.quasi_identifiers)
-    job = {
-        "input": str(adult.path), "output": str(folder / "adult-release.csv"),
-        "quasi_identifiers": qis, "sensitive": adult.sensitive, "method": "mondrian",
-        "options": {"k": 10, "l": 2},
-        "hierarchies": {c: str(adult.path.parent / f"adult_hierarchy_{c}.csv")
-                        for c in qis if c != "age"},
-        "report": str(folder / "report.html"),
-    }
-    if announce is not None:
-        announce(f"anonymizing UCI Adult ({len(adult.data):,} rows; QIs: {', '.join(qis)}; "
-                 f"sensitive: {adult.sensitive}) with Mondrian, k=10, distinct l=2")
-    outcome = _anonymize_locally(job, progress or no_progress, command)
-    verification = folder / "verification.json"
-    with atomic_write(verification) as tmp:
-        tmp.write_text(json.dumps({"verdicts": outcome["verdicts"],
-                                   "metrics": outcome["metrics"]}, indent=2, default=str))
-    return outcome | {"verification": str(verification)}
-
-
-# -- the release history ---------------------------------------------------------------------

@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 
-from anonkit import methods
 from anonkit._util.numbers import Source
 from anonkit._util.options import as_list, parse_pairs
 from anonkit.checker import CheckReport, bind_models
@@ -32,6 +31,7 @@ from anonkit.jobs.common import (
     model_options,
 )
 from anonkit.jobs.reading import job_dialect
+from anonkit.methods.models import models_from_options
 from anonkit.models.base import PrivacyModel, SensitiveAttribute
 from anonkit.report import render_check_report
 
@@ -61,7 +61,7 @@ def check_file(path: PathText, quasi_identifiers: Columns, sensitive: Columns = 
     # model objects from the typed options, never text formatted and parsed again
     given = {o.name: o.parse(options[o.name], source) for o in model_options()
              if options.get(o.name) is not None}
-    chosen = methods.models_from_options(given)
+    chosen = models_from_options(given)
     if not chosen:
         raise InputError("no privacy model given: pass -k, -l, -t or --model")
     sens = as_list(sensitive)

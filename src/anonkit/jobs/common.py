@@ -5,12 +5,9 @@ options, column roles, and the schema of a DataFrame from the roles given."""
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
-
-import msgspec
 
 from anonkit import methods
 from anonkit._util.options import job_qis
@@ -25,27 +22,23 @@ Columns = str | Sequence[str]
 #: a file name
 PathText = str | os.PathLike[str]
 
-_TEXTS = list[str] | str  # a list of texts, or one text (comma-separated columns, a file)
+TEXTS = list[str] | str  # a list of texts, or one text (comma-separated columns, a file)
 #: the keys of a job file besides the methods' options (see anonkit.methods), with their
 #: types: a job file is validated against them (:func:`check_job_types`) before anything
 #: runs, so a wrong type is refused, never coerced (``allow_missing = "false"`` is not true)
 JOB_FIELDS: dict[str, object] = {
     "input": str, "output": str, "report": str, "method": str,
-    "quasi_identifiers": _TEXTS, "sensitive": _TEXTS, "identifiers": _TEXTS,
-    "insensitive": _TEXTS, "drop": _TEXTS, "hierarchies": dict[str, str],
+    "quasi_identifiers": TEXTS, "sensitive": TEXTS, "identifiers": TEXTS,
+    "insensitive": TEXTS, "drop": TEXTS, "hierarchies": dict[str, str],
     "kinds": dict[str, str], "separator": str, "shuffle": bool, "mkdir": bool,
-    "header": bool, "names": _TEXTS, "na_values": _TEXTS, "skipinitialspace": bool,
-    "encoding": str, "orders": dict[str, _TEXTS],
+    "header": bool, "names": TEXTS, "na_values": TEXTS, "skipinitialspace": bool,
+    "encoding": str, "orders": dict[str, TEXTS],
     "engine": str, "workers": int, "scheduler": str,
 }
 JOB_KEYS = frozenset(JOB_FIELDS)
 #: the keys a publish job file has beside the anonymize job's, with their types
 PUBLISH_FIELDS: dict[str, object] = {"dataset": str, "key": str}
 PUBLISH_KEYS = frozenset(PUBLISH_FIELDS)
-_TYPE_WORDS = {"str": "text", "bool": "true or false", "int": "a whole number",
-               "float": "a number", "array": "a list", "object": "a table", "null": "nothing"}
-
-
 # -- the methods, for those who declare their options -------------------------------------
 
 
@@ -71,37 +64,6 @@ def methods_help() -> str:
 
 
 # -- jobs: from a job file and the command line -------------------------------------------
-
-
-def _type_words(kind: object) -> str:
-    """What a job file value of type ``kind`` must be, in words."""
-    if kind == _TEXTS:
-        return "a list of texts (or one text)"
-    if kind == dict[str, str]:
-        return "a table of column = text"
-    if kind == dict[str, _TEXTS]:
-        return "a table of column = list of texts (or a file name)"
-    return _TYPE_WORDS.get(getattr(kind, "__name__", ""), str(kind))
-
-
-def check_job_types(config: Mapping[str, object], fields: Mapping[str, object],
-                    where: str) -> None:
-    """Refuse a job file value of the wrong type (msgspec, strict: no coercion), naming
-    the key, what it must be and what it is."""
-    job_type = msgspec.defstruct("Job", [(name, kind | None, None)  # type: ignore[operator]
-                                         for name, kind in fields.items()])
-    try:
-        msgspec.convert({k: v for k, v in config.items() if k in fields}, job_type,
-                        strict=True)
-    except msgspec.ValidationError as exc:
-        found = re.match(r"Expected `(.+?)`, got `(.+?)` - at `\$\.?(.*)`", str(exc))
-        if found is None:
-            raise InputError(f"{where}: {exc}") from None
-        _, got, at = found.groups()
-        key = re.sub(r"\[.*", "", at)
-        inside = f" (an entry is {_TYPE_WORDS.get(got, got)})" if key != at else ""
-        raise InputError(f"{where}: {key} must be {_type_words(fields.get(key))}, got "
-                         f"{config.get(key)!r}{inside}") from None
 
 
 def values_list(value: object, what: str) -> list[str]:

@@ -35,7 +35,6 @@ from anonkit.methods.options import (
     Option,
     T,
     column_values,
-    models_from_options,
     split_csv,
 )
 from anonkit.methods.registry import (
@@ -110,7 +109,6 @@ __all__ = [
     "get",
     "method_help",
     "methods",
-    "models_from_options",
     "names",
     "parse_job_options",
     "register",

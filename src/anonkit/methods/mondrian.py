@@ -18,7 +18,7 @@ from anonkit.data.schema import Kind, Schema
 from anonkit.errors import InputError
 from anonkit.generalization import Form, default_form, validate_form
 from anonkit.hierarchy.base import Hierarchy
-from anonkit.methods.options import models_from_options
+from anonkit.methods.models import models_from_options
 from anonkit.metrics import measure_generalized
 from anonkit.models.base import KAnonymity, PrivacyModel, SensitiveAttribute, bind_models
 from anonkit.models.text import parse_model

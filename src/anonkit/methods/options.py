@@ -8,12 +8,14 @@ claims to be is refused the same way everywhere -- never rounded, never silently
 (``k=4.9``, ``k=true`` and ``k=abc`` are errors, not k = 4, 1 or a crash).
 
 Privacy models given as options (``k``, ``l``, ``t``, ``models``) become model objects once
-(:func:`models_from_options`): a threshold is never formatted and parsed again, so
-``t=0.12345678`` is enforced as exactly that.
+(:func:`anonkit.methods.models.models_from_options`): a threshold is never formatted and
+parsed again, so ``t=0.12345678`` is enforced as exactly that. This module imports no
+numpy: the command line declares every option before it reads a table.
 """
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -24,10 +26,6 @@ from anonkit._util.numbers import describe as _describe
 from anonkit._util.numbers import whole_number as _whole_number
 from anonkit._util.options import as_list
 from anonkit.errors import InputError
-from anonkit.models.base import KAnonymity, PrivacyModel
-from anonkit.models.closeness import TCloseness
-from anonkit.models.diversity import DistinctLDiversity
-from anonkit.models.text import parse_model
 
 # -- value parsers: (option name, value, source) -> typed value, or InputError ------------
 
@@ -118,29 +116,6 @@ def column_values(name: str, value: object, source: str) -> dict[str, str]:
 column_values.kind = "COLUMN=VALUE"  # type: ignore[attr-defined]
 
 
-def model_list(name: str, value: object, source: str) -> list[PrivacyModel]:
-    """Privacy models: objects, or their short forms (``entropy-l=2``, ``ke=3,2000``)."""
-    # a job file must give a list (a lone text there is a mistake the next key would hide)
-    single = isinstance(value, PrivacyModel) or (isinstance(value, str) and source != "toml")
-    items = [value] if single else value
-    if not isinstance(items, list | tuple):
-        raise InputError(f"{name} must be a list of models such as [\"t=0.2\"], got "
-                         f"{_describe(value)}")
-    out = []
-    for item in items:
-        if isinstance(item, PrivacyModel):
-            out.append(item)
-        elif isinstance(item, str):
-            out.append(parse_model(item))
-        else:
-            raise InputError(f"{name}: {_describe(item)} is not a model; write it as text, "
-                             f"e.g. \"t=0.2\"")
-    return out
-
-
-model_list.kind = "MODEL"  # type: ignore[attr-defined]
-
-
 # -- options and methods ----------------------------------------------------------------
 
 
@@ -151,18 +126,27 @@ class Option:
 
     name: str
     flags: tuple[str, ...]
-    parse_value: Callable[[str, object, str], Any]
+    #: the parser, or ``"module:function"`` for one loaded on first use (the privacy
+    #: models' parser needs numpy: declaring the options, as the command line does before
+    #: it reads anything, must not)
+    parse_value: Callable[[str, object, str], Any] | str
     help: str
     metavar: str = ""
     multiple: bool = False  # repeatable on the command line; values collect in a list
     switch: bool = False  # a command-line flag without value (sets True)
+    #: what values it takes, for help (default: the parser's ``kind``)
+    value_kind: str = ""
 
     def parse(self, value: object, source: str) -> Any:
-        return self.parse_value(self.name, value, source)
+        parser = self.parse_value
+        if isinstance(parser, str):
+            module, _, function = parser.partition(":")
+            parser = getattr(importlib.import_module(module), function)
+        return parser(self.name, value, source)
 
     @property
     def kind(self) -> str:
-        return str(getattr(self.parse_value, "kind", ""))
+        return self.value_kind or str(getattr(self.parse_value, "kind", ""))
 
     @property
     def flag(self) -> str:
@@ -178,10 +162,10 @@ L = Option("l", ("-l",), whole_number(1),
 T = Option("t", ("-t",), real_number(0.0, low_open=True),
            "t-closeness: the EMD of every class to the whole table is at most t.",
            metavar="NUMBER")
-MODELS = Option("models", ("--model",), model_list,
+MODELS = Option("models", ("--model",), "anonkit.methods.models:model_list",
                 "A further privacy model (repeatable): entropy-l=2, recursive-cl=3,2, "
                 "t-ordered=0.2, delta=1.5,absent=fail, beta=1, ke=3,2000, m=4 ...",
-                metavar="MODEL", multiple=True)
+                metavar="MODEL", multiple=True, value_kind="MODEL")
 GENERALIZATION = Option("generalization", ("--generalization",), column_values,
                         "COLUMN=FORM: range, set, hierarchy, prefix, mean or median "
                         "(repeatable).", metavar="COLUMN=FORM", multiple=True)
@@ -261,7 +245,8 @@ ACCEPT_HEURISTIC = Option("accept_heuristic", ("--accept-heuristic",), boolean,
                           "Write a release that has no formal privacy guarantee (its measure "
                           "is a heuristic); refused without it.", switch=True)
 
-#: options that carry privacy models (turned into model objects by models_from_options)
+#: options that carry privacy models (turned into model objects by
+#: :func:`anonkit.methods.models.models_from_options`)
 MODEL_OPTIONS = ("k", "l", "t", "models")
 
 
@@ -272,20 +257,6 @@ UNWEIGHTED_SPLIT = Option("unweighted_split", ("--unweighted-split",), boolean,
                           "m-invariance: score a split by the plain sum of both halves' "
                           "normalised half-perimeters (default: weighted by class size).",
                           switch=True)
-
-
-def models_from_options(options: Mapping[str, Any]) -> list[PrivacyModel]:
-    """The privacy models the typed options ask for, as objects: ``k``, ``models``, then
-    ``l`` and ``t``."""
-    out: list[PrivacyModel] = []
-    if options.get("k") is not None:
-        out.append(KAnonymity(options["k"]))
-    out += list(options.get("models") or [])
-    if options.get("l") is not None:
-        out.append(DistinctLDiversity(options["l"]))
-    if options.get("t") is not None:
-        out.append(TCloseness(options["t"]))
-    return out
 
 
 def split_csv(value: object, name: str) -> list[str]:
