@@ -296,3 +296,20 @@ def test_the_audit_report_never_overwrites_what_the_history_holds(tmp_path: Path
         assert "the audit's report was refused and nothing was changed" in refused.output
         assert what in refused.output
         assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
+
+
+def test_a_heuristic_release_is_published_when_accepted(tmp_path: Path) -> None:
+    """``--accept-heuristic``, an option of the ``randomized`` method, reaches the publishing
+    boundary: without it the release is refused and nothing is written; with it, it is."""
+    df = people(np.arange(300))
+    path = write(df, tmp_path / "r.csv")
+    out = tmp_path / "out.csv"
+    args = ["publish", str(path), "--dataset", "d", "--key", "pid", "--method", "randomized",
+            "--qi", "age", "--sensitive", "disease", "--insensitive", "*",
+            "--threshold", "0", "-o", str(out), "--history", str(tmp_path / "h.db")]
+    refused = run(None, *args)
+    assert refused.exit_code != 0 and "--accept-heuristic" in refused.output, refused.output
+    assert not out.exists()
+    accepted = run(None, *args, "--accept-heuristic")
+    assert accepted.exit_code == 0, accepted.output
+    assert out.exists()

@@ -142,6 +142,8 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
     engine = engine_for(request.method)
     declared = methods.get(request.method)
     request = replace(request, options=declared.parse_options(request.options, "python"))
+    # the method's own switch (``--accept-heuristic``) accepts it as the parameter does
+    accept_heuristic = accept_heuristic or request.options.get("accept_heuristic") is True
     _check_dataset_name(request.dataset)
     _check_column_names(request)
     check_key_column(df, request.key)
