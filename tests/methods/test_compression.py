@@ -17,13 +17,9 @@ from anonkit import methods
 from anonkit.algorithms.compression import (
     CodeTree,
     garsia_wachs_depths,
-    garsia_wachs_depths_reference,
     halving_tree,
-    halving_tree_reference,
     huffman_tree,
-    huffman_tree_reference,
     optimal_alphabetic_tree,
-    tree_from_depths_reference,
     truncate,
 )
 from anonkit.cli import main
@@ -31,6 +27,12 @@ from anonkit.data.schema import Schema
 from anonkit.errors import InputError
 from anonkit.methods.compression import CompressionAnonymizer
 from anonkit.report.tree import plot_tree, tree_section
+from oracles import (
+    garsia_wachs_depths_reference,
+    halving_tree_reference,
+    huffman_tree_reference,
+    tree_from_depths_reference,
+)
 
 AGES = [5, 15, 19, 22, 25, 33, 33, 39, 31, 44, 41, 42, 48, 55, 59, 70]
 # the notebook's answer for the ages, k = 2, alphabetic tree
