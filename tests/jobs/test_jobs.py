@@ -231,3 +231,11 @@ def test_the_package_exports_the_api() -> None:
     from anonkit.methods.mondrian import Mondrian
 
     assert anonkit.Mondrian is Mondrian
+
+
+def test_a_non_numeric_sensitive_column_is_refused_without_showing_its_values() -> None:
+    df = pd.DataFrame({"age": range(20), "diagnosis": ["secret-hiv"] * 10 + ["flu"] * 10})
+    with pytest.raises(InputError) as refused:
+        jobs.anonymize(df, "ke", quasi_identifiers=["age"], sensitive="diagnosis", k=2, e=1)
+    message = str(refused.value)
+    assert "'diagnosis' is text" in message and "secret-hiv" not in message and "flu" not in message

@@ -35,8 +35,10 @@ def sensitive_values(df: pd.DataFrame, schema: Schema) -> tuple[str, np.ndarray]
     name = schema.sensitive[0]
     column = df[name]
     if not pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
-        raise InputError(f"(k,e)-anonymity needs a numeric sensitive attribute; {name!r} has "
-                         f"values such as {column.dropna().head(1).tolist()}")
+        # the column's type, never one of its values: an error ends up in logs
+        raise InputError(f"(k,e)-anonymity needs a numeric sensitive attribute; {name!r} is "
+                         f"{'true/false' if pd.api.types.is_bool_dtype(column) else 'text'}: "
+                         f"name a numeric column with --sensitive")
     return name, column.to_numpy(dtype=np.float64, na_value=np.nan)
 
 
