@@ -14,7 +14,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import oracles
 from anonkit.algorithms import ke_partition as ke
 from anonkit.errors import InputError
 from anonkit.history import HistoryStore, PublishRequest, audit, publish
@@ -22,6 +21,7 @@ from anonkit.history.attacks import CrossReleaseBreachError
 from anonkit.history.knowledge import knowledge
 from anonkit.methods import ke as ke_method
 from anonkit.metrics.range_queries import query, relative_error
+from oracles import ke as oracle
 
 K, E = 3, 2000
 D0 = {"Tom": 84_000, "Mike": 86_000, "Alice": 87_000, "Bob": 88_000, "Kate": 89_000,
@@ -103,7 +103,7 @@ def test_the_partition_is_optimal_over_every_set_partition(values: list[int], k:
     for g in range(part.n_groups):
         block = part.sorted_values[part.starts[g]:part.starts[g + 1]]
         assert len(set(block)) >= k and block.max() - block.min() >= e
-    starts, cost = oracles.reference_partition(part.sorted_values, k, e)
+    starts, cost = oracle.reference_partition(part.sorted_values, k, e)
     assert cost == expected and list(starts) == list(part.starts)
 
 
@@ -113,7 +113,7 @@ def test_the_partition_is_optimal_over_every_set_partition(values: list[int], k:
 def test_the_linear_programme_matches_the_quadratic_one(values: list[int], k: int,
                                                        e: int) -> None:
     v = np.sort(np.array(values, dtype=float))
-    starts, cost = oracles.reference_partition(v, k, e)
+    starts, cost = oracle.reference_partition(v, k, e)
     if not np.isfinite(cost):
         with pytest.raises(InputError):
             ke.optimal_partition(v, k, e)
@@ -464,7 +464,7 @@ def test_query_bounds_hold_the_truth() -> None:
 def test_the_integer_path_decides_as_the_floats(cents: list[int], k: int, e: int) -> None:
     v = np.array(cents, dtype=float) / 100  # two decimal places, exact as integers
     assert ke.exact_integers(v, 2) is not None
-    _, cost = oracles.reference_partition(np.sort(v), k, e / 100, places=2)
+    _, cost = oracle.reference_partition(np.sort(v), k, e / 100, places=2)
     if not np.isfinite(cost):
         with pytest.raises(InputError):
             ke.optimal_partition(v, k, e / 100, places=2)

@@ -12,7 +12,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import oracles
 from anonkit.algorithms import minvariance as algo
 from anonkit.checker import check
 from anonkit.errors import InputError
@@ -30,6 +29,7 @@ from anonkit.history.invariance import check_m_invariance
 from anonkit.history.publish import _schema, release_views
 from anonkit.models.invariance import MUniqueness
 from history_helpers import people
+from oracles import minvariance as oracle
 
 QIS = ["age", "zip", "sex"]
 
@@ -53,13 +53,13 @@ RANGES = np.array([80.0, 3000.0])
 
 
 def test_spec_001_split_example_known_answer() -> None:
-    by_age = oracles.split_scores([BUDDHIST, CHRISTIAN], RANGES, 0)
-    by_zip = oracles.split_scores([BUDDHIST, CHRISTIAN], RANGES, 1)
+    by_age = oracle.split_scores([BUDDHIST, CHRISTIAN], RANGES, 0)
+    by_zip = oracle.split_scores([BUDDHIST, CHRISTIAN], RANGES, 1)
     assert by_age == pytest.approx([8.6933, 0.9933, 8.5567], abs=5e-5)
     assert list(by_zip) == list(by_age)  # zip gives the same scores: age (earlier) is kept
-    assert oracles.split_scores([BUDDHIST[:2], CHRISTIAN[:2]], RANGES, 0) == \
+    assert oracle.split_scores([BUDDHIST[:2], CHRISTIAN[:2]], RANGES, 0) == \
         pytest.approx([0.1417], abs=5e-5)
-    assert oracles.split_scores([BUDDHIST[2:], CHRISTIAN[2:]], RANGES, 0) == \
+    assert oracle.split_scores([BUDDHIST[2:], CHRISTIAN[2:]], RANGES, 0) == \
         pytest.approx([0.1683], abs=5e-5)
     coords = np.concatenate([BUDDHIST, CHRISTIAN])
     classes = algo.perimeter_split(np.zeros(8, dtype=np.int64), np.repeat([0, 1], 4), coords,
@@ -91,7 +91,7 @@ def test_compiled_split_is_the_rule(data: st.DataObject) -> None:
     assert (got >= 0).all()
     mine = sorted(sorted(map(tuple, coords[got == c].tolist())) for c in np.unique(got))
     reference = sorted(sorted(map(tuple, np.array(c).tolist())) for lists in buckets
-                       for c in oracles.reference_split(lists, ranges, weighted=weighted))
+                       for c in oracle.reference_split(lists, ranges, weighted=weighted))
     assert mine == reference
 
 
@@ -99,7 +99,7 @@ def _rule_over_slots(bucket: np.ndarray, rank: np.ndarray, coords: np.ndarray,
                      ranges: np.ndarray, weighted: bool) -> np.ndarray:
     """The split rule written plainly over slot ids, with the numbering the split promises:
     buckets of one row per list first, then a FIFO of halves (level by level, left first).
-    Each list is kept in slot order, so the stable sort of :func:`oracles.split_scores` puts
+    Each list is kept in slot order, so the stable sort of :func:`oracle.split_scores` puts
     equal coordinates in slot order."""
     out = np.full(len(bucket), -1, dtype=np.int64)
     queue: deque[list[np.ndarray]] = deque()
@@ -116,7 +116,7 @@ def _rule_over_slots(bucket: np.ndarray, rank: np.ndarray, coords: np.ndarray,
         lists = queue.popleft()
         candidates = []  # (lowest score, QI, split index): the earlier QI wins a tie
         for q in range(coords.shape[1]):
-            scores = oracles.split_scores([coords[lst] for lst in lists], ranges, q,
+            scores = oracle.split_scores([coords[lst] for lst in lists], ranges, q,
                                        weighted=weighted)
             i = int(np.argmin(scores))
             candidates.append((float(scores[i]), q, i + 1))

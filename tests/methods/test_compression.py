@@ -27,7 +27,7 @@ from anonkit.data.schema import Schema
 from anonkit.errors import InputError
 from anonkit.methods.compression import CompressionAnonymizer
 from anonkit.report.tree import plot_tree, tree_section
-from oracles import (
+from oracles.compression import (
     garsia_wachs_depths_reference,
     halving_tree_reference,
     huffman_tree_reference,

@@ -17,7 +17,7 @@ from anonkit.cli import main
 from anonkit.errors import InputError
 from anonkit.history import HistoryStore, PublishRequest, audit, publish
 from anonkit.history.intersection import intersection_attack
-from oracles import incremental_spans
+from oracles.stream_tree import incremental_spans
 
 # incrementalAnon 2 2 [1,2,1,3,2,0,1,0,3], with follow starting from the depth; the
 # notebook prints half-open code spans, [0,4) being 0..3

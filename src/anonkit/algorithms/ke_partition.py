@@ -8,7 +8,7 @@ groups are optimal (proven against every set partition in the tests). Moving a g
 left only adds values and widens its range, so the valid starts of a group ending at ``i - 1``
 form a prefix ``[0, J(i)]`` and ``f[i] = v[i-1] + min_{j <= J(i)} (f[j] - v[j])`` is a running
 prefix minimum: O(n) after the sort (:func:`optimal_partition`, compiled). The chapter's
-O(n^2) double loop is the tests' reference (``tests/oracles.py``).
+O(n^2) double loop is the tests' reference (``tests/oracles/ke.py``).
 
 Incremental releases. An adversary intersects the value sets of a person's groups across
 releases; a breach is an intersection with < k distinct values or a range < e. Each record's
