@@ -244,3 +244,31 @@ def test_tricky_set_labels_and_missing_cells_read_back(tmp_path: Path) -> None:
                        "--json")
     assert code == 0, output
     assert json.loads(output)["n_classes"] == n_classes
+
+
+def test_a_categorical_column_with_a_missing_cell_keeps_its_text(tmp_path: Path) -> None:
+    """``80101`` declared categorical stays ``80101`` when a cell of the column is missing
+    (read as numbers, the column came out as ``80101.0``, and a hierarchy for it was refused
+    as not covering ``80101.0``); published through the history, likewise (issue 27, item 1)."""
+    table = tmp_path / "zips.csv"
+    table.write_text("pid,zip,age,d\n1,80101,30,x\n2,80102,31,y\n3,,32,x\n"
+                     "4,80101,33,y\n5,80102,34,x\n6,80101,35,y\n")
+    hierarchy = tmp_path / "zip.csv"
+    hierarchy.write_text("80101;801**;*\n80102;801**;*\n")
+    out = tmp_path / "r.csv"
+    code, output = run("anonymize", table, "-o", out, "--qi", "zip", "--id", "pid",
+                       "--kind", "zip=categorical", "--allow-missing", "--sensitive", "d",
+                       "-k", "2", "--generalization", "zip=set")
+    assert code == 0, output
+    released = out.read_text()
+    assert "80101," in released and ".0" not in released
+    code, output = run("anonymize", table, "-o", tmp_path / "h.csv", "--qi", "zip", "--id",
+                       "pid", "--kind", "zip=categorical", "--allow-missing", "--sensitive",
+                       "d", "-k", "2", "--hierarchy", f"zip={hierarchy}")
+    assert code == 0 and "80101.0" not in output, output
+    code, output = run("release", "publish", table, "--dataset", "z", "--key", "pid",
+                       "--qi", "zip", "--kind", "zip=categorical", "--allow-missing",
+                       "--sensitive", "d", "--insensitive", "*", "-k", "2",
+                       "-o", tmp_path / "p.csv", "--history", tmp_path / "z.db")
+    assert code == 0, output
+    assert ".0" not in (tmp_path / "p.csv").read_text()

@@ -47,7 +47,7 @@ from anonkit.jobs.common import (
     PathText,
 )
 from anonkit.jobs.frames import loaded_hierarchies, schema_from_roles
-from anonkit.jobs.reading import column_roles, job_dialect
+from anonkit.jobs.reading import column_roles, declared_text, job_dialect
 from anonkit.models.base import format_parameters
 
 #: what the command line's history commands take from here besides the job functions
@@ -349,6 +349,7 @@ def read_publish_job(job: Job, *, history: PathText,
     dialect = job_dialect(job)
     df = read_table(source, sep=spec.get("separator"), header=dialect.header,
                     names=dialect.names, na_values=dialect.na_values,
+                    text_columns=declared_text(job, list(spec.get("kinds") or {})),
                     skipinitialspace=dialect.skipinitialspace, encoding=dialect.encoding)
     key_column = spec["key"]
     roles = column_roles([str(c) for c in df.columns], {

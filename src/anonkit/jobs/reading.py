@@ -80,6 +80,15 @@ def column_roles(names: Sequence[str], job: Job, qis: Sequence[str]) -> dict[str
     return roles | dict.fromkeys(others, "insensitive")
 
 
+def declared_text(job: Job, names: Sequence[str]) -> list[str]:
+    """The columns declared categorical or ordinal (``--kind``): read as the text they are,
+    so that ``80101`` stays ``80101`` also when a cell is missing (read as numbers, the
+    column would come out as ``80101.0``)."""
+    kinds: Any = job.get("kinds") or {}
+    return [name for name in names if str(kinds.get(name, "")).strip().lower()
+            in ("categorical", "ordinal")]
+
+
 def read_job_input(job: Job, qis: list[str]) -> InputTable:
     """The input as an Arrow table (dropped columns left out), the columns the algorithm
     works on (in table order), whether the insensitive ones are verbatim text, and the line
@@ -100,9 +109,9 @@ def read_job_input(job: Job, qis: list[str]) -> InputTable:
     insensitive = [name for name in names if name not in named] \
         if listed == "*" else list(listed)
     verbatim = table_format(source) == "csv" and table_format(str(job["output"])) == "csv"
-    table = read_arrow(source, sep,
-                       text_columns=[n for n in insensitive if n in names] if verbatim else (),
-                       dictionary_text=True, dialect=dialect)
+    text = [*([n for n in insensitive if n in names] if verbatim else ()),
+            *declared_text(job, names)]
+    table = read_arrow(source, sep, text_columns=text, dictionary_text=True, dialect=dialect)
     roles = column_roles(names, job, qis)  # after reading: an unreadable file is told first
     dropped = [name for name in names if roles[name] == "drop"]
     if dropped:
