@@ -21,6 +21,7 @@ from anonkit._util.numbers import (
     exact_numbers,
     json_number,
     number_from_text,
+    stored_number,
     whole_number,
 )
 from anonkit.datasets import make_census
@@ -164,3 +165,14 @@ def test_the_report_shows_t_exactly_in_the_verdict_table(tmp_path: Path) -> None
     assert "t=0.12345678" in verdicts[0] and "0.123457" not in verdicts[0]
     assert "0.1235" not in verdicts[0]  # the required level, too, as enforced
     json.dumps(release.parameters)  # (the release's record is still plain JSON)
+
+
+def test_stored_numbers_keep_every_whole_float_as_its_integer() -> None:
+    """The history's stored labels and the code-tree summaries hold whole floats as integers
+    at any magnitude (JSON for people stops at 2**53, where floats stop being exact)."""
+    assert json_number(np.float64(1e17)) == 1e17 and isinstance(json_number(1e17), float)
+    assert stored_number(np.float64(1e17)) == 10**17
+    assert type(stored_number(np.float64(1e17))) is int
+    assert stored_number(np.float64(2.5)) == 2.5 and stored_number(7.0) == 7
+    assert stored_number(float("nan")) is None and stored_number(float("inf")) == float("inf")
+    assert stored_number("x") == "x" and stored_number(np.int32(3)) == 3

@@ -93,6 +93,16 @@ def json_number(value: object) -> object:
     return value
 
 
+def stored_number(value: object) -> object:
+    """:func:`json_number`, with every whole float as its integer whatever its magnitude:
+    the form values always had in the history's stored labels, the knowledge it reports
+    and the code-tree summaries (they are compared with what was stored before)."""
+    value = json_number(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 def describe(value: object) -> str:
     """How a refusal quotes a value: text says it is text (``'5' (text)``), so a job
     file's ``k = "5"`` is told apart from ``k = 5``; a numpy scalar as the number it is."""

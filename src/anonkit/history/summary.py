@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from anonkit._util.numbers import json_number
+from anonkit._util.numbers import stored_number
 from anonkit.errors import HistoryError
 from anonkit.history.records import ClassValues
 
@@ -55,19 +55,14 @@ def _json_texts(values: np.ndarray) -> list[str]:
 
 
 def _plain(value: object) -> object:
-    """A JSON-ready label: a number as :func:`json_number` gives it, missing as None,
-    anything else (a bool too) as text.
-
-    Two numbers are stored as they always were, as stored labels are compared with new
-    ones: an infinity as None, and a whole float from 2**53 on as its integer."""
-    value = json_number(value)
+    """A JSON-ready label: a number as :func:`stored_number` gives it, missing as None (an
+    infinity too, as stored labels always held it), anything else (a bool too) as text."""
+    value = stored_number(value)
     if isinstance(value, bool):
         return str(value)
-    if isinstance(value, float):
-        if not np.isfinite(value):
-            return None
-        return int(value) if value.is_integer() else value
-    if value is None or isinstance(value, int):
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    if value is None or isinstance(value, int | float):
         return value
     if not isinstance(value, str) and pd.isna(value):
         return None

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from anonkit._util.numbers import json_number
+from anonkit._util.numbers import stored_number
 from anonkit._util.randomness import privacy_rng
 from anonkit.algorithms.compression import (
     ALPHABETIC_TREES,
@@ -144,8 +144,7 @@ class CompressionAnonymizer:
         release, generalized = generalized_release(df, table, partition, forms, models,
                                                    method=self.method, parameters=params,
                                                    timings=timings, progress=progress)
-        measure_generalized(release, generalized, partition.sizes,
-                            max(m.min_class_size() for m in models))
+        measure_generalized(release, generalized, partition.sizes)
         first_row = partition.order[partition.starts]
         labels = {c.name: release.data[c.name].iloc[first_row].astype(str).to_numpy()
                   for c in qis}
@@ -207,13 +206,12 @@ def summary_table(labels: dict[str, np.ndarray], class_of_symbol: np.ndarray,
 
 def _plain(value: object) -> object:
     """A value of a column's decode table as the summary's JSON holds it: a numpy number
-    as :func:`json_number` gives it (a domain holds no NaN: a missing value is the table's
-    None), but a whole float from 2**53 on as its integer, as summaries always held it; a
-    Python number as it is (the decode table of a column with missing values is an object
-    array, whose numbers were always kept as they are); anything else as text."""
+    as :func:`stored_number` gives it (a domain holds no NaN: a missing value is the
+    table's None); a Python number as it is (the decode table of a column with missing
+    values is an object array, whose numbers were always kept as they are); anything else
+    as text."""
     if isinstance(value, np.integer | np.floating):
-        value = json_number(value)
-        return int(value) if isinstance(value, float) and value.is_integer() else value
+        return stored_number(value)
     return value if isinstance(value, int | float) else str(value)
 
 

@@ -142,8 +142,7 @@ class Mondrian:
         release, generalized = generalized_release(df, table, partition, forms, models,
                                                    method=self.method, parameters=params,
                                                    timings=timings, progress=progress)
-        measure_generalized(release, generalized, partition.sizes,
-                            max(m.min_class_size() for m in models))
+        measure_generalized(release, generalized, partition.sizes)
         return release
 
     def forms(self, table: EncodedTable) -> dict[str, Form]:

@@ -143,12 +143,12 @@ def required_class_size(release: Release) -> int:
 
 
 def measure_generalized(release: Release, generalized: Sequence[ColumnGeneralization],
-                        algorithm_sizes: np.ndarray, k: int) -> None:
-    """Set a verified generalized release's figures (:func:`release_metrics`), timed as
-    ``metrics``."""
+                        algorithm_sizes: np.ndarray) -> None:
+    """Set a verified generalized release's figures (:func:`release_metrics`, with the k
+    its models ask for), timed as ``metrics``."""
     t0 = time.perf_counter()
     release.metrics = release_metrics(generalized, algorithm_sizes, released_sizes(release),
-                                      k=k)
+                                      k=required_class_size(release))
     release.timings["metrics"] = time.perf_counter() - t0
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from anonkit._util.numbers import stored_number
 from anonkit.errors import HistoryError
 from anonkit.history.knowledge.engine import Accumulated, _expand, _measure, fold
 from anonkit.history.knowledge.state import accumulated
@@ -50,11 +51,11 @@ class AttributeKnowledge:
 
     def values(self, i: int) -> list[object]:
         """The values left for record ``i`` (in value order for a numeric attribute)."""
-        return [_plain(v) for v in _values_left(self._acc, self.name, int(self._records[i]))]
+        return [stored_number(v) for v in _values_left(self._acc, self.name, int(self._records[i]))]
 
     def deduced(self, i: int) -> list[object]:
         """The values the qi adversary cannot rule out for record ``i``."""
-        return [_plain(v) for v in _values_left(self._acc, self.name, int(self._records[i]),
+        return [stored_number(v) for v in _values_left(self._acc, self.name, int(self._records[i]),
                                                 deduced=True)]
 
 
@@ -97,13 +98,13 @@ class QIKnowledge:
         """``[low, high]``, the sorted set left, or the labels seen (in release order)."""
         kind = self.kind[i]
         if kind == "interval":
-            return [_plain(self.low[i]), _plain(self.high[i])]
+            return [stored_number(self.low[i]), stored_number(self.high[i])]
         if kind == "set":
             # (None, a missing cell, last: the knowledge's one order)
             return sorted(self.set_elements[self.set_offsets[i]:self.set_offsets[i + 1]]
                           .tolist(), key=lambda v: (v is None, v or ""))
         codes = self.label_codes[:, i]
-        return [_plain(v) for v in self.label_names[codes[codes >= 0]]]
+        return [stored_number(v) for v in self.label_names[codes[codes >= 0]]]
 
 
 @dataclass
@@ -155,7 +156,7 @@ class Knowledge:
             "record": bytes(self.records[i]).hex(),
             "releases": {str(s): c for s, c in self.releases_of(i).items()},
             "candidates": int(self.candidates[i]),
-            "candidates_qi": _plain(self.candidates_qi[i]),
+            "candidates_qi": stored_number(self.candidates_qi[i]),
             "candidate_records": [k.hex() for k in self.candidate_records(i)],
         }
         for name, a in self.attributes.items():
@@ -163,7 +164,7 @@ class Knowledge:
             out[f"distinct[{name}]"] = int(a.distinct[i])
             out[f"distinct_present[{name}]"] = int(a.distinct_present[i])
             if not math.isnan(a.low[i]):
-                out[f"range[{name}]"] = [_plain(a.low[i]), _plain(a.high[i])]
+                out[f"range[{name}]"] = [stored_number(a.low[i]), stored_number(a.high[i])]
         for name, q in self.quasi_identifiers.items():
             out[f"qi[{name}]"] = q.value(i)
         return out
@@ -298,14 +299,3 @@ def _qi_box(qi: str, views: Sequence[ReleaseView], classes: np.ndarray) -> QIKno
     return QIKnowledge(qi, np.asarray(QI_KINDS, dtype=object)[record_kind], low_r, high_r,
                        label, names, rec_offsets, elements[kept % n_elements])
 
-
-def _plain(value: object) -> object:
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float):
-        if math.isnan(value):
-            return None
-        if math.isinf(value):
-            return value
-        return int(value) if value.is_integer() else value
-    return value
