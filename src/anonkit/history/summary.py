@@ -88,7 +88,7 @@ def multisets_and_entries(attr: str, column: pd.Series, class_ids: np.ndarray
         text = column.astype(object)
         if pd.api.types.infer_dtype(text, skipna=True) not in ("string", "empty"):
             # mixed types (rare): compare as text, integral numbers without ".0"
-            text = text.map(lambda v: None if _plain(v) is None else str(_plain(v)))
+            text = text.map(lambda v: None if (plain := _plain(v)) is None else str(plain))
         codes, uniques = pd.factorize(text, sort=True)
         names = np.append(np.asarray(uniques, dtype=object), None)
     n_values = len(uniques) + 1
