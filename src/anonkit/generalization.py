@@ -358,7 +358,7 @@ def _hierarchy(column: EncodedColumn, grouped: np.ndarray, starts: np.ndarray,
     def label_of(keys: np.ndarray) -> np.ndarray:  # key: (leaf, level), -1 if all missing
         safe = np.maximum(keys, 0)
         labels = hierarchy.labels[safe // hierarchy.height, safe % hierarchy.height]
-        labels = labels.astype(object)
+        labels = labels.astype(object)  # a node is written as it is: its hierarchy reads it
         labels[keys < 0] = None
         return labels
 
@@ -372,38 +372,56 @@ def _prefixes(column: EncodedColumn, grouped: np.ndarray, starts: np.ndarray,
     """The common prefix of a set of strings is that of its alphabetically first and last
     member, so each class needs only its smallest and largest value in alphabetical order
     (codes are alphabetical unless a hierarchy orders them: rank them to be sure). Each
-    distinct (first, last) pair is labelled once."""
+    distinct (first, last, with a missing cell) triple is labelled once. A missing cell is no
+    text to share a prefix with: the label says `` or missing`` instead, and a class of
+    missing cells only is an empty field. A label that would read as another form is quoted
+    (:func:`anonkit.labels.quote_alone`)."""
     if column.kind is not Kind.CATEGORICAL:
         raise InputError(f"column {column.name!r}: 'prefix' generalization needs a text column")
-    text = _value_text(column).astype(str)
     card = column.cardinality
+    missing_code = column.missing_code
+    text = _value_text(column).astype(str)
+    if missing_code >= 0:
+        text[missing_code] = "\U0010ffff"  # ranks last: never a class's first value
     alphabetical = np.argsort(text, kind="stable")
-    if np.array_equal(alphabetical, np.arange(card)):  # ranks are codes
+    if missing_code < 0 and np.array_equal(alphabetical, np.arange(card)):  # ranks are codes
         first_rank, last_rank = lo.astype(np.int64), hi.astype(np.int64)
+        with_missing = np.zeros(len(starts), dtype=bool)
     else:
         rank = np.empty(card, dtype=np.int64)
         rank[alphabetical] = np.arange(card)
         ranks = rank[grouped]
-        first_rank = np.minimum.reduceat(ranks, starts)
-        last_rank = np.maximum.reduceat(ranks, starts)
-    pair_of_class, pairs = pd.factorize(first_rank * card + last_rank)
+        missing = grouped == missing_code if missing_code >= 0 else \
+            np.zeros(len(grouped), dtype=bool)
+        first_rank = np.minimum.reduceat(ranks, starts)  # the missing cell ranks last
+        last_rank = np.maximum.reduceat(np.where(missing, -1, ranks), starts)
+        with_missing = np.maximum.reduceat(missing, starts)
+    only_missing = last_rank < 0
+    last_rank = np.where(only_missing, first_rank, last_rank)
+    key = (first_rank * card + last_rank) * 2 + with_missing
+    triple_of_class, triples = pd.factorize(key)
+    pairs, triple_missing = triples // 2, (triples % 2).astype(bool)
     sorted_text = text[alphabetical]
     first, last = sorted_text[pairs // card], sorted_text[pairs % card]
     common = np.array([len(os.path.commonprefix([a, b])) for a, b in  # noqa: RUF071
                        zip(first, last, strict=True)], dtype=np.int64)
-    labels = np.empty(len(pairs), dtype=object)
-    labels[:] = [a if a == b else a[:c] + "*" * (max(len(a), len(b)) - c)
+    masked = np.empty(len(pairs), dtype=object)
+    masked[:] = [a if a == b else a[:c] + "*" * (max(len(a), len(b)) - c)
                  for a, b, c in zip(first, last, common, strict=True)]
+    labels = quote_alone(masked)
+    labels[triple_missing] = or_missing(labels[triple_missing])
     # values a label covers: those sharing its prefix, a run in alphabetical order
     prefixes = np.array([a[:c] for a, c in zip(first, common, strict=True)], dtype=str)
     left = np.searchsorted(sorted_text, prefixes, side="left")
     right = np.searchsorted(sorted_text, np.char.add(prefixes, "\U0010ffff"), side="left")
-    covered = np.where(first == last, 1, right - left)[pair_of_class]
+    covered = (np.where(first == last, 1, right - left) + triple_missing)[triple_of_class]
+    if missing_code >= 0:  # a class of missing cells only: an empty field
+        missing_rank = int(np.flatnonzero(alphabetical == missing_code)[0])
+        alone = pairs == missing_rank * card + missing_rank
+        labels[alone] = None
+        covered = np.where(only_missing, 1, covered)
     loss = (covered - 1) / (card - 1) if card > 1 else np.zeros(len(starts))
-    if column.missing_code >= 0:  # a class of missing cells only: an empty field
-        missing_rank = int(np.flatnonzero(alphabetical == column.missing_code)[0])
-        labels[pairs == missing_rank * card + missing_rank] = None
-    return _merged(pair_of_class, labels), loss
+    return _merged(triple_of_class, labels), loss
 
 
 def _aggregate(column: EncodedColumn, grouped: np.ndarray, starts: np.ndarray,

@@ -19,8 +19,9 @@ spelled ``missing``; a value alone that starts with ``{``, ``[`` or ``"`` or end
 ``{"a,b",c}``, ``{"missing",x}``, ``"[1-2]"``. :func:`parse_label` is the exact inverse:
 ``parse_label(format_label(p)) == p``.
 
-Hierarchy nodes, prefixes (``801**``) and mean / median numbers are written as they are;
-read back they are a value alone, whose meaning needs the hierarchy or the form.
+Hierarchy nodes and mean / median numbers are written as they are; read back they are a
+value alone, whose meaning needs the hierarchy or the form. A prefix (``801**``) is quoted
+as a value alone is, and followed by `` or missing`` when a missing cell shares its class.
 """
 
 from __future__ import annotations

@@ -103,3 +103,21 @@ def test_published_releases_pass_pycanon(tmp_path: Path) -> None:
         shares = released.groupby(qis)["disease"].agg(
             lambda s: s.value_counts().max() / len(s))
         assert (shares <= 1 / 4).all()
+
+
+def test_check_m_is_the_papers_m_uniqueness(tmp_path: Path) -> None:
+    """Issue 27, item 3: a class of six rows holding three values twice each bounds every
+    share by 1/3, but it is not 3-unique (Xiao & Tao, Definition 3: m rows, all different
+    values). ``check --model m=3`` fails it, and passes a class of three distinct values."""
+    twice = tmp_path / "twice.csv"
+    twice.write_text("q,s\n" + "".join(f"a,{v}\n" for v in "xyzxyz"), encoding="utf-8")
+    result = CliRunner().invoke(main, ["check", str(twice), "--qi", "q", "--sensitive", "s",
+                                       "--model", "m=3"])
+    assert result.exit_code == 2 and "FAIL m-uniqueness (m=3)" in result.output, \
+        result.output
+    once = tmp_path / "once.csv"
+    once.write_text("q,s\na,x\na,y\na,z\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["check", str(once), "--qi", "q", "--sensitive", "s",
+                                       "--model", "m=3"])
+    assert result.exit_code == 0 and "PASS m-uniqueness (m=3)" in result.output, \
+        result.output

@@ -113,9 +113,9 @@ def test_text_that_float64_would_round_is_refused_as_numeric(text: str) -> None:
                                          rf"'{text.strip()}', which float64 cannot hold "
                                          rf"exactly .*--kind c=categorical"):
         encoded(series, kind=Kind.NUMERIC)
-    # as text the values are kept as they are
+    # as text the values are kept as they are, spaces included
     assert encoded(series, kind=Kind.CATEGORICAL).values.tolist() == sorted(
-        {"5", "7", text.strip()})
+        {"5", "7", text})
 
 
 def test_numbers_float64_holds_are_numeric() -> None:

@@ -77,8 +77,19 @@ def test_values_missing_from_the_hierarchy_are_named() -> None:
 
 def test_leaf_codes_normalise_whole_floats() -> None:
     h = Hierarchy([["3", "*"], ["4.5", "*"]])
-    assert h.leaf_codes([3.0, np.float64(3.0), 3, np.int64(3), 4.5, " 3 "]).tolist() == \
-        [0, 0, 0, 0, 1, 0]
+    assert h.leaf_codes([3.0, np.float64(3.0), 3, np.int64(3), 4.5]).tolist() == \
+        [0, 0, 0, 0, 1]
+
+
+def test_a_text_with_spaces_around_is_not_the_leaf_without_them() -> None:
+    # " a" and "a" are two inputs: matching them to one leaf would merge them silently
+    h = Hierarchy([["a", "*"], ["b", "*"]], name="col")
+    with pytest.raises(InputError, match=r"column 'col' has values missing from its "
+                                          r"hierarchy: ' a'; they differ from its values only "
+                                          r"in spaces at either end"):
+        h.leaf_codes(["a", " a"])
+    assert Hierarchy([[" a", "x", "*"], ["a", "y", "*"]]).leaf_codes(["a", " a"]).tolist() \
+        == [1, 0]
 
 
 def test_lowest_common_level_and_dfs_order() -> None:

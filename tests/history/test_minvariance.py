@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from collections import deque
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,8 @@ from hypothesis import strategies as st
 
 from anonkit.algorithms import minvariance as algo
 from anonkit.checker import check
-from anonkit.errors import InputError
+from anonkit.errors import InputError, ModelNotMetError
+from anonkit.hierarchy import Hierarchy
 from anonkit.history import HistoryStore, PublishRequest, audit, publish
 from anonkit.history.attacks import CrossReleaseBreachError
 from anonkit.history.engines.minvariance import (
@@ -28,6 +30,7 @@ from anonkit.history.engines.minvariance import (
 from anonkit.history.invariance import check_m_invariance
 from anonkit.history.publish import _schema, release_views
 from anonkit.models.invariance import MUniqueness
+from anonkit.release import Release
 from history_helpers import people
 from oracles import minvariance as oracle
 
@@ -67,6 +70,47 @@ def test_spec_001_split_example_known_answer() -> None:
     found = sorted(sorted(coords[classes == c, 0].astype(int).tolist())
                    for c in np.unique(classes))
     assert found == [[25, 27], [30, 33], [60, 61], [64, 66]]  # {B25,C27} {B30,C33} ...
+
+
+def test_exact_ties_go_to_the_earliest_qi() -> None:
+    """Issue 27, item 5: every QI scores exactly 79/1000 here, but as floats the sums differ
+    in the last bit, and the kernel used to keep QI 2. The rule keeps QI 0."""
+    a = np.array([[1.0, 3.0, 4.0], [4.0, 3.0, 4.0]])
+    b = np.array([[0.0, 1.0, 4.0], [1.0, 4.0, 2.0]])
+    ranges = np.array([3000.0, 80.0, 3000.0])
+    assert [oracle.split_scores([a, b], ranges, q) for q in range(3)] == \
+        [[Fraction(79, 1000)]] * 3
+
+    def in_floats(left: list[float], right: list[float]) -> float:  # as a kernel sums
+        halves = [0.0, 0.0]
+        for h, widths in enumerate((left, right)):
+            for width, span in zip(widths, ranges.tolist(), strict=True):
+                halves[h] += width / span
+        return 2 * halves[0] + 2 * halves[1]
+
+    # QI 0 (and 1) cut A(1,3,4) B(0,1,4) | A(4,3,4) B(1,4,2); QI 2 cuts B by its last QI
+    assert in_floats([1, 2, 0], [3, 1, 2]) > in_floats([0, 1, 2], [4, 2, 0])
+    coords = np.concatenate([a, b])
+    classes = algo.perimeter_split(np.zeros(4, dtype=np.int64), np.repeat([0, 1], 2), coords,
+                                   ranges)
+    found = sorted(sorted(map(tuple, coords[classes == c].tolist())) for c in np.unique(classes))
+    assert found == [[(0.0, 1.0, 4.0), (1.0, 3.0, 4.0)], [(1.0, 4.0, 2.0), (4.0, 3.0, 4.0)]]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_compiled_split_breaks_near_ties_as_the_exact_rule(data: st.DataObject) -> None:
+    """Random small buckets with integer coordinates and spans, where sums of quotients tie
+    as rationals and differ as floats: the kernel's classes are those of the exact rule."""
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    n_q = data.draw(st.integers(1, 4))
+    s, n = data.draw(st.integers(2, 3)), data.draw(st.integers(2, 5))
+    spans = rng.choice([3.0, 7.0, 80.0, 3000.0, 10.0, 6.0], size=n_q)
+    coords = np.floor(rng.random((s * n, n_q)) * np.minimum(spans, 6)).astype(float)
+    bucket, rank = np.zeros(s * n, dtype=np.int64), np.repeat(np.arange(s), n)
+    weighted = data.draw(st.booleans())
+    got = algo.perimeter_split(bucket, rank, coords, spans, weighted=weighted)
+    assert got.tolist() == _rule_over_slots(bucket, rank, coords, spans, weighted).tolist()
 
 
 @settings(max_examples=60, deadline=None)
@@ -118,8 +162,8 @@ def _rule_over_slots(bucket: np.ndarray, rank: np.ndarray, coords: np.ndarray,
         for q in range(coords.shape[1]):
             scores = oracle.split_scores([coords[lst] for lst in lists], ranges, q,
                                        weighted=weighted)
-            i = int(np.argmin(scores))
-            candidates.append((float(scores[i]), q, i + 1))
+            i = scores.index(min(scores))
+            candidates.append((scores[i], q, i + 1))
         _, q, i = min(candidates)
         ordered = [lst[np.argsort(coords[lst, q], kind="stable")] for lst in lists]
         for half in ([np.sort(o[:i]) for o in ordered], [np.sort(o[i:]) for o in ordered]):
@@ -384,6 +428,10 @@ def test_random_sequences_are_m_invariant(tmp_path_factory: pytest.TempPathFacto
     with HistoryStore.open(tmp_path / "h.db") as store:
         report = check_m_invariance(store, "ward")
         assert report.holds, report.to_dict()
+        assert oracle.written_invariance_problems(
+            [tmp_path / f"r{i + 1}.csv" for i in range(len(ids))],
+            [people(present) for present in ids], m,
+            {"age": "numeric", "zip": "numeric", "sex": "categorical"}, "disease") == []
         for i, present in enumerate(ids):
             check_release_file(tmp_path / f"r{i + 1}.csv", len(present), m)
             info = store.release("ward", i + 1)
@@ -589,3 +637,34 @@ def test_coarse_quasi_identifiers_widen_or_merge_labels_and_stay_invariant(
         assert check_m_invariance(store, "ward").holds
         assert not audit(store, "ward", pairs=True).breached
     assert min(sizes) < 200  # some classes merged: fewer than 400 / m classes as released
+
+
+def _collide(rows: list[tuple[int, int, int, str]]) -> Release:
+    """The engine's release of ``rows`` (pid, age, zip, disease) under m = 2, age through a
+    two-level hierarchy: the split pairs ages 1 with 3 and 2 with 4, both '*'."""
+    df = pd.DataFrame(rows, columns=["pid", "age", "zip", "disease"])
+    hierarchy = Hierarchy([["1", "low", "*"], ["2", "low", "*"], ["3", "high", "*"],
+                           ["4", "high", "*"]])
+    req = PublishRequest(dataset="w", key="pid", quasi_identifiers=["age", "zip"],
+                         sensitive=["disease"], method="m-invariance",
+                         options={"m": 2, "seed": 1}, hierarchies={"age": hierarchy})
+    keys = np.array([int(i).to_bytes(16, "big") for i in df.pid], dtype="S16")
+    return MInvariance(2, seed=1).next_release(df, _schema(df, req), keys,
+                                               SignatureState.empty())
+
+
+def test_classes_of_one_signature_never_share_labels() -> None:
+    """Issue 27, item 4: two classes of one signature with equal labels are one class to an
+    adversary, holding every value twice: not m-unique. The later class's label is widened
+    where one is free; where none is, the release is refused naming the classes."""
+    quad = [(0, 1, 5, "flu"), (1, 3, 5, "cold"), (2, 2, 5, "flu"), (3, 4, 5, "cold")]
+    with pytest.raises(ModelNotMetError, match=r"2 classes get the same labels \(age=\*, "
+                                               r"zip=5; age=\*, zip=5\).*repeats a sensitive "
+                                               r"value \(not m-unique\)"):
+        _collide(quad)
+    more = [(pid + 4, a, 9, d) for pid, a, _, d in quad] + [(8, 1, 7, "flu"), (9, 3, 7, "cold")]
+    release = _collide(quad + more)
+    groups = release.data.groupby(["age", "zip"], observed=True)["disease"]
+    assert all(sorted(g) == ["cold", "flu"] for _, g in groups)  # each value once
+    assert len(groups) == 5
+    assert check(release.data, ["age", "zip"], "disease", [MUniqueness(2)]).passed

@@ -168,11 +168,12 @@ def test_m_uniqueness_text_errors(text: str, message: str) -> None:
 
 
 def test_m_uniqueness_checked_from_text() -> None:
-    # classes {x, y, x, y} (top share 1/2) and {x, x, y} (top share 2/3)
-    df = pd.DataFrame({"q": list("aaaabbb"), "s": list("xyxyxxy")})
+    # classes {x, y, x, y} (shares of 1/2, but x repeats), {x, y, z} (distinct)
+    df = pd.DataFrame({"q": list("aaaabbb"), "s": list("xyxyxyz")})
     report = checker.check(df, "q", "s", ["m=2"])
     assert not report.passed and report.verdicts[0].failing_classes == 1
-    assert report.verdicts[0].measured == 1.5
+    assert report.verdicts[0].measured == 0 and report.verdicts[0].worst_class == 0
+    assert checker.check(df[df.q == "b"], "q", "s", ["m=3"]).passed
 
 
 def test_every_key_names_its_model_and_the_syntax_lists_them() -> None:

@@ -308,28 +308,29 @@ def test_check_attribute_refuses_impossible_parameters() -> None:
 # -- m-uniqueness -------------------------------------------------------------------------
 
 def test_m_uniqueness_known_answer() -> None:
-    # class 0: a b c d: 4 rows, top value 1 row -> level 4/1 = 4
-    # class 1: a a b b: 4 rows, top 2 -> 2
-    # class 2: a a a b c: 5 rows, top 3 -> 5/3 (meets m = 1 only: 3 * 2 = 6 > 5)
-    # class 3: missing, missing, a: the missing value is a value, top 2 of 3 -> 1.5
-    # class 4: a a b b c c: 6 rows, top 2 -> 3; m = 3 passes (2 * 3 = 6 <= 6): the shares
-    #   are bounded, the rows need not hold pairwise distinct values
+    # Xiao & Tao, Definition 3: at least m rows, all with different sensitive values
+    # class 0: a b c d: distinct -> level 4
+    # class 1: a a b b: a value repeats -> 0 (m-unique for no m)
+    # class 2: a a a b c -> 0
+    # class 3: missing, missing, a: the missing value is a value, and it repeats -> 0
+    # class 4: a a b b c c: shares of 1/3, yet not 3-unique (issue 27, item 3)
+    # class 5: missing, a, b: distinct -> 3
     classes = table([list("abcd"), list("aabb"), list("aaabc"), [None, None, "a"],
-                     list("aabbcc")])
-    assert MUniqueness(2).levels(classes).tolist() == pytest.approx([4, 2, 5 / 3, 1.5, 3])
-    assert MUniqueness(1).holds(classes).all()
-    assert MUniqueness(2).holds(classes).tolist() == [True, True, False, False, True]
-    assert MUniqueness(3).holds(classes).tolist() == [True, False, False, False, True]
-    assert MUniqueness(4).holds(classes).tolist() == [True, False, False, False, False]
+                     list("aabbcc"), [None, "a", "b"]])
+    assert MUniqueness(2).levels(classes).tolist() == [4, 0, 0, 0, 0, 3]
+    assert MUniqueness(1).holds(classes).tolist() == [True, False, False, False, False, True]
+    assert MUniqueness(3).holds(classes).tolist() == [True, False, False, False, False, True]
+    assert MUniqueness(4).holds(classes).tolist() == [True, False, False, False, False, False]
     v = MUniqueness(3).verdict(classes)
-    assert not v.passed and v.failing_classes == 3 and v.worst_class == 3
-    assert v.measured == 1.5 and v.required == 3 and v.comparison == ">="
-    assert "FAIL m-uniqueness (m=3): measured size/max count = 1.5, required" in str(v)
+    assert not v.passed and v.failing_classes == 4 and v.worst_class == 1
+    assert v.measured == 0 and v.required == 3 and v.comparison == ">="
+    assert "FAIL m-uniqueness (m=3): measured rows if their values are distinct, else 0 = 0" \
+        in str(v)
     # fewer than m rows fails even when every row holds its own value
-    assert MUniqueness(5).holds(classes).tolist() == [False] * 5
+    assert MUniqueness(5).holds(classes).tolist() == [False] * 6
     model = MUniqueness(4)
     assert (model.min_class_size(), model.min_distinct_values(), model.monotonic,
-            model.needs_sensitive) == (4, 4, True, True)
+            model.needs_sensitive) == (4, 4, False, True)
 
 
 def test_m_uniqueness_refuses_impossible_m() -> None:
@@ -495,7 +496,7 @@ def test_declared_properties() -> None:
                          "EntropyLDiversity": True, "RecursiveCLDiversity": True,
                          "TCloseness": True, "DeltaDisclosure": False, "BetaLikeness": True,
                          "EnhancedBetaLikeness": True, "KEAnonymity": True,
-                         "MUniqueness": True}
+                         "MUniqueness": False}
 
 
 def test_verdict_text_and_dict() -> None:
@@ -567,8 +568,8 @@ def reference_levels(model: PrivacyModel, groups: list[list[object]],
             out.append(min(level, spread / model.e) if model.e > 0 else level)
         elif isinstance(model, TCloseness):
             out.append(transport_emd(model, attr, q_of, p_of))
-        elif isinstance(model, MUniqueness):
-            out.append(len(g) / max(counts.values()))
+        elif isinstance(model, MUniqueness):  # rows, all values different (Definition 3)
+            out.append(len(g) if len(set(map(repr, g))) == len(g) else 0)
         else:  # pragma: no cover
             raise AssertionError(model)
     return out
@@ -721,12 +722,9 @@ def test_m_uniqueness_matches_brute_force(groups: list[list[object]], missing: b
     classes = table(groups, kind=Kind.CATEGORICAL)
     expected_pass, expected_level = [], []
     for g in groups:
-        top = max(Counter(g).values())
-        expected_pass.append(len(g) >= m and top * m <= len(g))
-        expected_level.append(len(g) / top)
-        # the level's floor is the largest m the class meets
-        assert len(g) >= math.floor(len(g) / top)
-        assert math.floor(len(g) / top) * top <= len(g)
+        distinct = len(set(map(repr, g))) == len(g)  # every row its own value
+        expected_pass.append(len(g) >= m and distinct)
+        expected_level.append(len(g) if distinct else 0)
     model = MUniqueness(m)
     assert model.holds(classes).tolist() == expected_pass
     assert model.levels(classes).tolist() == pytest.approx(expected_level)

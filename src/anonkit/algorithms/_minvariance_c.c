@@ -13,9 +13,11 @@
  *   each list after list), so every order stays sorted and no level sorts again.
  * Scores: per QI order, the extremes over the lists of each row, accumulated forwards and
  *   backwards; the score of index i is w_left * left + w_right * right, each side the sum
- *   over the QIs in order of (max - min) / span -- the expression of reference_split in the
- *   same order, so ties resolve alike (build with -ffp-contract=off). The lowest score wins,
- *   then the earliest index, then the earliest QI.
+ *   over the QIs in order of (max - min) / span. The lowest score wins, then the earliest
+ *   index, then the earliest QI -- compared as the rule's exact rationals: a float score
+ *   farther than its rounding bound from the best is decided by the floats; a nearer one
+ *   (a tie, or almost) is decided exactly (exact_order: Shewchuk's expansions), so that
+ *   scores equal as rationals but apart in the last bit still go to the earlier QI.
  * Numbering: buckets of one row per list are classes first (in bucket order); the others
  *   are split from a FIFO queue of segments, so classes are numbered level by level, left
  *   child before right child.
@@ -62,6 +64,115 @@ static void sort_by_key(keyed_t *a, keyed_t *spare, int64_t n) {
     int64_t i = 0, j = half, k = 0;
     while (i < half && j < n) a[k++] = (a[j].key < spare[i].key) ? a[j++] : spare[i++];
     while (i < half) a[k++] = spare[i++];
+}
+
+/* -- exact comparison of two scores ------------------------------------------------------
+   A score is sum_q (w_left * width_left_q + w_right * width_right_q) / span_q. Two of them are
+   compared exactly as the sign of their difference times the product of the spans, each
+   span split as m_q * 2^e_q (frexp) so that the products stay in range: the sign of
+   sum_q x_q * 2^-e_q * prod_{p != q} m_p, x_q the difference of the two numerators. The
+   arithmetic is on nonoverlapping expansions (Shewchuk, "Adaptive precision floating-point
+   arithmetic", 1997): sums and products of doubles held exactly as sums of doubles. Exact
+   as long as no product leaves double's exponent range (no overflow, no underflow below
+   2^-1022), far beyond any table's coordinates and spans. */
+
+/* an expansion of nonoverlapping doubles has at most one per bit of double's range */
+enum { EXPANSION_MAX = 2200 };
+
+static inline void two_sum(double a, double b, double *x, double *y) {
+    double s = a + b, bv = s - a, av = s - bv;
+    *x = s;
+    *y = (a - av) + (b - bv);
+}
+
+static inline void fast_two_sum(double a, double b, double *x, double *y) { /* |a| >= |b| */
+    double s = a + b;
+    *x = s;
+    *y = b - (s - a);
+}
+
+static inline void two_product(double a, double b, double *x, double *y) {
+    double p = a * b;
+    *x = p;
+    *y = fma(a, b, -p);
+}
+
+/* h = e + b (Grow-Expansion, zeros eliminated); returns h's length */
+static int grow(const double *e, int n, double b, double *h) {
+    double q = b, part;
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        two_sum(q, e[i], &q, &part);
+        if (part != 0.0) h[k++] = part;
+    }
+    if (q != 0.0 || k == 0) h[k++] = q;
+    return k;
+}
+
+/* h = e * b (Scale-Expansion, zeros eliminated); returns h's length */
+static int scale(const double *e, int n, double b, double *h) {
+    double q, part, p1, p0, sum;
+    int k = 0;
+    two_product(e[0], b, &q, &part);
+    if (part != 0.0) h[k++] = part;
+    for (int i = 1; i < n; i++) {
+        two_product(e[i], b, &p1, &p0);
+        two_sum(q, p0, &sum, &part);
+        if (part != 0.0) h[k++] = part;
+        fast_two_sum(p1, sum, &q, &part);
+        if (part != 0.0) h[k++] = part;
+    }
+    if (q != 0.0 || k == 0) h[k++] = q;
+    return k;
+}
+
+/* The extremes of one candidate split: per QI q2, the left half's top and bottom and the
+   right half's (``ext[4 * q2 ..]``), with the halves' weights. */
+typedef struct {
+    double w_left, w_right;
+    const double *ext;
+} candidate_t;
+
+/* The sign of score(a) - score(b), exactly; ``work`` holds 3 * EXPANSION_MAX doubles. */
+static int exact_order(const candidate_t *a, const candidate_t *b, int64_t n_q,
+                       const double *spans, double *work) {
+    double *total = work, *term = work + EXPANSION_MAX, *next = work + 2 * EXPANSION_MAX;
+    int n_total = 1;
+    total[0] = 0.0;
+    for (int64_t q = 0; q < n_q; q++) {
+        const double parts[4][4] = {
+            {a->w_left, a->ext[4 * q], a->ext[4 * q + 1], 1.0},
+            {a->w_right, a->ext[4 * q + 2], a->ext[4 * q + 3], 1.0},
+            {b->w_left, b->ext[4 * q], b->ext[4 * q + 1], -1.0},
+            {b->w_right, b->ext[4 * q + 2], b->ext[4 * q + 3], -1.0},
+        };
+        int n_term = 1;
+        term[0] = 0.0;
+        for (int k = 0; k < 4; k++) { /* x_q += sign * w * (top - bottom), exactly */
+            double width[2], scaled[4];
+            two_sum(parts[k][1], -parts[k][2], &width[1], &width[0]);
+            int n_scaled = scale(width, 2, parts[k][3] * parts[k][0], scaled);
+            for (int j = 0; j < n_scaled; j++) {
+                n_term = grow(term, n_term, scaled[j], next);
+                double *swap = term; term = next; next = swap;
+            }
+        }
+        int e_q;
+        frexp(spans[q], &e_q);
+        for (int j = 0; j < n_term; j++) term[j] = ldexp(term[j], -e_q);
+        for (int64_t p = 0; p < n_q; p++) {
+            if (p == q) continue;
+            int e_p;
+            n_term = scale(term, n_term, frexp(spans[p], &e_p), next);
+            double *swap = term; term = next; next = swap;
+        }
+        for (int j = 0; j < n_term; j++) {
+            n_total = grow(total, n_total, term[j], next);
+            double *swap = total; total = next; next = swap;
+        }
+    }
+    double top = total[n_total - 1]; /* the most significant component carries the sign */
+    return (top > 0.0) - (top < 0.0);
 }
 
 static void *alloc(size_t count, size_t size) {
@@ -174,7 +285,7 @@ static int run_split(int64_t n, const int64_t *bucket, const int64_t *rank, cons
     int64_t *rows = alloc((size_t)n_buckets, sizeof *rows);
     int64_t *pair_next = NULL, *base = NULL, **order = NULL, *scratch = NULL;
     double *left = NULL, *right = NULL, *hi_v = NULL, *lo_v = NULL, **placed = NULL,
-           *scratch_coords = NULL;
+           *scratch_coords = NULL, *halves = NULL, *best_ext = NULL, *work = NULL;
     keyed_t *keyed = NULL, *spare = NULL;
     segment_t *queue = NULL;
     unsigned char *goes_left = NULL;
@@ -229,7 +340,13 @@ static int run_split(int64_t n, const int64_t *bucket, const int64_t *rank, cons
     lo_v = alloc((size_t)(n_q * max_rows), sizeof *lo_v);
     left = alloc((size_t)max_rows, sizeof *left);
     right = alloc((size_t)max_rows, sizeof *right);
-    if (!order || !keyed || !spare || !placed || !scratch_coords || !queue || !scratch || !goes_left || !hi_v || !lo_v || !left || !right)
+    /* per split index i and QI q2, the halves' extremes (``halves[(i * Q + q2) * 4 ..]``: left
+       top, left bottom, right top, right bottom), read only to decide a near tie exactly */
+    halves = alloc((size_t)(4 * n_q * max_rows), sizeof *halves);
+    best_ext = alloc((size_t)(4 * n_q), sizeof *best_ext);
+    work = alloc((size_t)(3 * EXPANSION_MAX), sizeof *work);
+    if (!order || !keyed || !spare || !placed || !scratch_coords || !queue || !scratch ||
+        !goes_left || !hi_v || !lo_v || !left || !right || !halves || !best_ext || !work)
         goto finish;
     for (int64_t q = 0; q < n_q; q++) {
         order[q] = alloc((size_t)n, sizeof **order);
@@ -282,6 +399,8 @@ static int run_split(int64_t n, const int64_t *bucket, const int64_t *rank, cons
                 double top = h[0], bottom = w[0], width = (top - bottom) / span;
                 for (int64_t i = 1; i < r; i++) {
                     left[i] += width;
+                    halves[(i * n_q + q2) * 4] = top;
+                    halves[(i * n_q + q2) * 4 + 1] = bottom;
                     if (h[i] > top || w[i] < bottom) {
                         top = h[i] > top ? h[i] : top;
                         bottom = w[i] < bottom ? w[i] : bottom;
@@ -298,16 +417,36 @@ static int run_split(int64_t n, const int64_t *bucket, const int64_t *rank, cons
                         width = (top - bottom) / span;
                     }
                     right[i] += width;
+                    halves[(i * n_q + q2) * 4 + 2] = top;
+                    halves[(i * n_q + q2) * 4 + 3] = bottom;
                 }
             }
             for (int64_t i = 1; i < r; i++) {
                 double w_left = weighted ? (double)(i * s) : 1.0;
                 double w_right = weighted ? (double)((r - i) * s) : 1.0;
                 double score = w_left * left[i] + w_right * right[i];
-                if (score < best_score) { /* strictly: earlier index, then earlier QI */
+                /* every term is >= 0, and each float score is within (Q + 3) units of
+                   roundoff (2^-53) of its exact value, relatively: a width's subtraction and
+                   division, Q - 1 additions, the weights' products and their sum. Apart by
+                   more than twice both bounds, the floats order two scores as the rationals
+                   do; nearer, they are compared exactly. */
+                double bound = 2.0 * (double)(n_q + 4) * 0x1p-53 *
+                               (score > best_score ? score : best_score);
+                int better;
+                if (best_score == INFINITY || score < best_score - bound) better = 1;
+                else if (score > best_score + bound) better = 0;
+                else {
+                    candidate_t here = {w_left, w_right, halves + i * n_q * 4};
+                    candidate_t best = {weighted ? (double)(best_i * s) : 1.0,
+                                        weighted ? (double)((r - best_i) * s) : 1.0,
+                                        best_ext};
+                    better = exact_order(&here, &best, n_q, spans, work) < 0;
+                }
+                if (better) { /* strictly: earlier index, then earlier QI */
                     best_score = score;
                     best_q = q;
                     best_i = i;
+                    memcpy(best_ext, halves + i * n_q * 4, (size_t)(4 * n_q) * sizeof *best_ext);
                 }
             }
         }
@@ -340,7 +479,7 @@ finish:
     }
     free(order); free(lists); free(pair_first); free(rows); free(pair_next); free(base);
     free(keyed); free(spare); free(placed); free(scratch_coords); free(queue); free(scratch); free(goes_left); free(hi_v); free(lo_v);
-    free(left); free(right);
+    free(left); free(right); free(halves); free(best_ext); free(work);
     return status;
 }
 

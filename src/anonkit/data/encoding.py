@@ -369,8 +369,12 @@ def _seen_values(series: pd.Series, name: str, kind: Kind, allow_missing: bool) 
                          f"(a nested Parquet type); give it as plain values, or do not name "
                          f"it as a quasi-identifier or sensitive column") from None
     if raw_uniques.dtype == object:
-        text = np.array([str(u).strip() for u in raw_uniques], dtype=object)
-        blank = text == ""
+        # text is kept exactly (" a" is not "a": two inputs never merge); a number or a
+        # date is read without the spaces around it
+        exact = kind in (Kind.CATEGORICAL, Kind.ORDINAL)
+        text = np.array([str(u) if exact else str(u).strip() for u in raw_uniques],
+                        dtype=object)
+        blank = np.array([not t.strip() for t in text], dtype=bool)
     else:
         text, blank = raw_uniques, np.zeros(len(raw_uniques), dtype=bool)
     # every raw value occurs in some row, so a blank one is a missing row
@@ -501,7 +505,9 @@ def _parsed(name: str, kind: Kind, values: Iterable[object], where: str) -> np.n
     items = values if isinstance(values, np.ndarray) else list(values)
     array = np.asarray(items)
     if array.dtype.kind not in "iufbM":
-        array = np.array(["" if v is None else str(v).strip() for v in array.tolist()],
+        exact = kind in (Kind.CATEGORICAL, Kind.ORDINAL)  # as _seen_values reads a cell
+        array = np.array(["" if v is None or not str(v).strip() else
+                          str(v) if exact else str(v).strip() for v in array.tolist()],
                          dtype=object)
         if (array == "").any():
             raise InputError(f"{where} of column {name!r} lists a missing value; leave it "
@@ -747,9 +753,12 @@ def _order_ordinal(distinct: np.ndarray, spec: ColumnSpec) -> tuple[np.ndarray, 
     lookup = {v: i for i, v in enumerate(order)}
     unknown = sorted({str(v) for v in distinct if str(v) not in lookup})
     if unknown:
+        spaced = any(v.strip() in lookup for v in unknown)
         raise InputError(
-            f"column {spec.name!r} has values not in its declared order: {unknown[:10]}; add "
-            f"them to the order")
+            f"column {spec.name!r} has values not in its declared order: {unknown[:10]}; "
+            + ("they differ from its values only in spaces at either end: trim the column "
+               "(--skipinitialspace for spaces after the separator) or add them to the "
+               "order" if spaced else "add them to the order"))
     codes = np.array([lookup[str(v)] for v in distinct], dtype=np.int32)
     return codes, np.array(order, dtype=object)
 

@@ -9,6 +9,9 @@ leaf label right after the leaf, so every row reaches the common root at the sam
 from __future__ import annotations
 
 import datetime
+import math
+import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from functools import cached_property
 
@@ -32,7 +35,9 @@ class Hierarchy:
 
     def __init__(self, rows: Sequence[Sequence[object]], name: str = "") -> None:
         self.name = name
-        cleaned = [[str(cell).strip() for cell in row] for row in rows]
+        # a label is its text exactly, as ARX reads it (a data value " a" is not "a");
+        # a cell of spaces only is an empty one
+        cleaned = [[str(cell) if str(cell).strip() else "" for cell in row] for row in rows]
         cleaned = [_strip_trailing_empty(row) for row in cleaned]
         cleaned = [row for row in cleaned if row]
         for number, row in enumerate(cleaned, start=1):
@@ -99,17 +104,45 @@ class Hierarchy:
     def __len__(self) -> int:
         return len(self.leaves)
 
+    @cached_property
+    def _number_index(self) -> dict[float, int]:
+        """The leaves that read as numbers, by value; a number two leaves spell is left out
+        (which of them a value means is not said)."""
+        index: dict[float, int] = {}
+        seen: Counter[float] = Counter()
+        for i, leaf in enumerate(self.leaves.tolist()):
+            if _NUMBER.fullmatch(leaf) is None:
+                continue
+            number = float(leaf)
+            if math.isfinite(number):
+                index[number] = i
+                seen[number] += 1
+        return {n: i for n, i in index.items() if seen[n] == 1}
+
     def leaf_codes(self, values: Iterable[object], column: str = "") -> np.ndarray:
         """Index of each value among the leaves; an unknown value is an :class:`InputError`."""
+        values = list(values)
         as_text = [_leaf_text(v) for v in values]
+        if any(t not in self._leaf_index for t in as_text):
+            # a number matches the leaf of the same number however either is spelled
+            # (data 1e-05 and leaf 0.00001, 5 and 5.0), when one leaf holds it
+            numbers = self._number_index
+            for i, v in enumerate(values):
+                if as_text[i] not in self._leaf_index and _is_number(v) \
+                        and float(v) in numbers:  # type: ignore[arg-type]
+                    as_text[i] = str(self.leaves[numbers[float(v)]])  # type: ignore[arg-type]
         missing = sorted({v for v in as_text if v not in self._leaf_index})
         if missing:
             col = column or self.name
             shown = ", ".join(map(repr, missing[:10]))
             more = f" and {len(missing) - 10} more" if len(missing) > 10 else ""
+            spaced = any(v.strip() in self._leaf_index for v in missing)
             raise InputError(
                 f"column '{col}' has values missing from its hierarchy: {shown}{more}; "
-                f"add a row for each to the hierarchy file"
+                + ("they differ from its values only in spaces at either end: trim the "
+                   "column (--skipinitialspace for spaces after the separator) or add "
+                   "them to the hierarchy file" if spaced else
+                   "add a row for each to the hierarchy file")
             )
         return np.fromiter((self._leaf_index[v] for v in as_text), dtype=np.int32,
                            count=len(as_text))
@@ -177,6 +210,15 @@ def _strip_trailing_empty(row: list[str]) -> list[str]:
     return row
 
 
+#: a leaf spelled as a number (no spaces, no ``_``, no ``nan``)
+_NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float | np.integer | np.floating) \
+        and not isinstance(value, bool | np.bool_)
+
+
 def _leaf_text(value: object) -> str:
     """Text of a data value as it appears in a hierarchy file (3.0 -> '3', a date at
     midnight -> '2021-03-04', other datetimes -> '2021-03-04T10:30:00')."""
@@ -188,4 +230,4 @@ def _leaf_text(value: object) -> str:
         return str(int(value))
     if isinstance(value, np.floating) and float(value).is_integer():
         return str(int(value))
-    return str(value).strip()
+    return str(value)

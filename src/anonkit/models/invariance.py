@@ -15,28 +15,28 @@ from anonkit.models.base import Classes, CrossReleaseRequirement, PrivacyModel
 
 
 class MUniqueness(PrivacyModel):
-    """Every class has at least ``m`` rows and no sensitive value takes more than ``1/m``
-    of them.
+    """Xiao & Tao (SIGMOD 2007), Definition 3: a class is m-unique when it holds at least
+    ``m`` rows and all of them have different sensitive values.
 
-    Xiao & Tao ask for ``m`` rows with pairwise distinct values; the bound on shares is the
-    reading this project uses (a class of 2m rows holding m values twice each passes), and
-    the paper's form implies it. Rows are rows as released: counterfeit rows count, since
-    nothing in a release tells them apart. A missing sensitive value counts as a value.
+    A class of six rows holding three values twice each is not 3-unique: its shares are
+    bounded by 1/3, but the paper asks for distinct values, and m-invariance's guarantee
+    (intersecting a record's classes leaves at least m values, one row each) rests on it.
+    Rows are rows as released: counterfeit rows count, since nothing in a release tells
+    them apart. A missing sensitive value counts as a value (two missing cells repeat one).
 
-    Compared exactly, in integers: pass iff ``size >= m`` and ``max_count * m <= size``,
+    Compared exactly, in integers: pass iff ``size >= m`` and ``max_count == 1``,
     ``max_count`` being the rows of the class's most frequent value. Level (higher is
-    better): ``size / max_count``; the largest m a class meets is the floor of its level
-    (never above its size, as ``max_count >= 1``).
+    better): the class's size when its values are distinct, else 0 -- the largest m it
+    meets.
 
-    Monotonic: a value's count in the union of two classes is the sum of its counts in
-    them, each at most its class's size / m, so at most the union's size / m. Across
-    releases: at least m distinct values left for every record — values, not candidates,
-    because counterfeit rows are not people and m-invariance promises values.
+    Not monotonic: the union of two m-unique classes repeats any value they share.
+    Across releases: at least m distinct values left for every record -- values, not
+    candidates, because counterfeit rows are not people and m-invariance promises values.
     """
 
     name = "m-uniqueness"
-    measure = "size/max count"
-    monotonic = True
+    measure = "rows if their values are distinct, else 0"
+    monotonic = False
     text_keys = ("m", "m-unique")
     text_numbers = ("m",)
 
@@ -56,7 +56,6 @@ class MUniqueness(PrivacyModel):
         return self.m
 
     def min_distinct_values(self) -> int:
-        # no value above a share of 1/m leaves room for no fewer than m values
         return self.m
 
     def cross_release_requirements(self) -> list[CrossReleaseRequirement]:
@@ -69,14 +68,13 @@ class MUniqueness(PrivacyModel):
 
     def levels(self, classes: Classes) -> np.ndarray:
         size, max_count = self.size_and_max_count(classes)
-        return size / max_count
+        return np.where(max_count <= 1, size, 0).astype(np.float64)
 
     def passing(self, classes: Classes, levels: np.ndarray) -> np.ndarray:
         size, max_count = self.size_and_max_count(classes)
-        # max_count * m <= size in whole numbers is max_count <= size // m, which cannot
-        # overflow; an m past int64 exceeds every size anyway
+        # an m past int64 exceeds every size anyway
         m = min(self.m, int(np.iinfo(np.int64).max))
-        return (size >= m) & (max_count <= size // m)
+        return (size >= m) & (max_count <= 1)
 
     def holds(self, classes: Classes) -> np.ndarray:
         # the integer test needs no levels: skip computing them

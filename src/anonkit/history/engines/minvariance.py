@@ -19,11 +19,12 @@ release:
 - the released rows are shuffled by the publisher; nothing in a row tells a counterfeit
   from a real one, and no row carries a key or pseudonym.
 
-Two classes with the same labels are one class to an adversary. That is allowed when the
-merged class keeps every record's signature (the classes had the same signature), or when
-all its records are new (they take the merged class's values as signature); otherwise one
-QI's label of a class is widened until free (:func:`separate_labels`), and when no label is
-free the release is refused (finer hierarchies, or more QIs, keep them apart).
+Two classes with the same labels are one class to an adversary, and every class it reads
+must be m-unique: one QI's label of the later class is widened until free
+(:func:`separate_labels`). When no label is free, the classes may stay merged only if the
+union holds every value once and all its records are new (they take its values as their
+signature); otherwise the release is refused (finer hierarchies, or more QIs, keep them
+apart).
 
 The threat model is m-invariance's: an adversary who knows quasi-identifiers and when
 records were inserted and deleted, who cannot link rows across releases (no pseudonym on
@@ -36,7 +37,7 @@ from __future__ import annotations
 
 import io
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -336,11 +337,10 @@ class MInvariance:
         forms = {c.name: default_form(c) for c in ext_table.quasi_identifiers}
         generalized, released = generalize_columns(ext_table.quasi_identifiers, forms,
                                                    partition)
-        class_sig = signatures.ids_of_groups(class_of_slot, slot_values)
         has_known = np.zeros(partition.n_classes, dtype=bool)
         has_known[class_of_slot[:n][known_rows]] = True
         for name, labels in separate_labels(generalized, ext_table, forms, partition,
-                                            class_sig, has_known).items():
+                                            slot_values, has_known).items():
             released[name] = pd.Categorical(labels[class_of_slot])
         data = release_table(extended, schema, released)
         timings["generalization"] = time.perf_counter() - t0
@@ -413,18 +413,19 @@ class MInvariance:
 
 
 def separate_labels(generalized: list[Any], table: Any, forms: dict[str, Any],
-                    partition: Any, class_sig: np.ndarray, has_known: np.ndarray
+                    partition: Any, slot_values: np.ndarray, has_known: np.ndarray
                     ) -> dict[str, np.ndarray]:
-    """Make classes of different signatures look different: an adversary groups rows by
-    their labels, so two classes with equal labels are one class to it, and their records'
-    signatures would merge. Classes of one signature may share labels (the merged class
-    keeps their signature and stays m-unique). For every other class whose labels are
-    taken, one QI's label is widened by generalizing the class together with the nearest
-    code outside it (the next range, set or hierarchy node up) until its labels are free.
-    When no label is free, classes of new records only may stay merged: the merged class
-    is m-unique (a union of m-unique classes is) and its values become their signature;
-    a merge that would change the signature of a record released before is refused.
-    Returns the new per-class labels of the QIs that changed (none, usually)."""
+    """Make every class look different from every other: an adversary groups rows by their
+    labels, so two classes with equal labels are one class to it, and that class must be
+    m-unique too (Xiao & Tao, Definition 3: its values all different). Two classes of one
+    signature are not: their union holds every value twice. So every class whose labels
+    are taken gets one QI's label widened, by generalizing the class together with the
+    nearest code outside it (the next range, set or hierarchy node up), until its labels
+    are free. When no label is free, classes may stay merged only if the union still holds
+    every value once and all its records are new (they take the union's values as their
+    signature); otherwise the release is refused, naming the classes. ``slot_values``: per
+    row of ``table``, its sensitive value's code. Returns the new per-class labels of the
+    QIs that changed (none, usually)."""
     if not generalized:
         return {}
     keys = np.stack([g.label_codes[0] for g in generalized], axis=1)
@@ -435,29 +436,39 @@ def separate_labels(generalized: list[Any], table: Any, forms: dict[str, Any],
     taken = {tuple(row) for row in zip(*labels, strict=True)}
     changed: set[int] = set()
     order, starts, sizes = partition.order, partition.starts, partition.sizes
+
+    def rows_of(classes: Sequence[int]) -> np.ndarray:
+        return np.concatenate([order[starts[c]:starts[c] + sizes[c]] for c in classes])
+
     for g in np.flatnonzero(counts > 1):
         members = np.flatnonzero(group == g)
-        first_sig = class_sig[members[0]]
-        for sig in np.unique(class_sig[members]):
-            if sig == first_sig:
-                continue  # the first signature keeps the labels
-            moved = members[class_sig[members] == sig]
-            rows = np.concatenate([order[starts[c]:starts[c] + sizes[c]] for c in moved])
-            new = _widened(rows, [labels[q][moved[0]] for q in range(len(labels))],
+        stay = [int(members[0])]  # the first class keeps the labels
+        for c in members[1:]:
+            new = _widened(rows_of([c]), [labels[q][c] for q in range(len(labels))],
                            table.quasi_identifiers, forms, taken)
-            if new is None and not has_known[members].any():
-                continue  # new records only: they take the merged class's signature
             if new is None:
-                raise ModelNotMetError(
-                    "m-invariance: two classes of different signatures cannot be given "
-                    "different labels (every quasi-identifier is generalized to its widest "
-                    "already); nothing was written. Give finer hierarchies, or more "
-                    "quasi-identifiers")
+                stay.append(int(c))
+                continue
             for q, label in enumerate(new):
-                if label != labels[q][moved[0]]:
-                    labels[q][moved] = label
+                if label != labels[q][c]:
+                    labels[q][c] = label
                     changed.add(q)
             taken.add(tuple(new))
+        if len(stay) > 1:
+            values = slot_values[rows_of(stay)]
+            if has_known[stay].any() or len(np.unique(values)) < len(values):
+                shown = "; ".join(", ".join(f"{g.column}={labels[q][c]}"
+                                            for q, g in enumerate(generalized))
+                                  for c in stay[:3])
+                raise ModelNotMetError(
+                    f"m-invariance: {len(stay)} classes get the same labels ({shown}) and "
+                    f"no quasi-identifier can be widened to a free label, so an adversary "
+                    f"reads them as one class, which "
+                    + ("would change the signature of records released before"
+                       if has_known[stay].any() else "repeats a sensitive value (not "
+                       "m-unique)")
+                    + "; nothing was written. Give finer hierarchies, or more "
+                    "quasi-identifiers")
     return {generalized[q].column: labels[q] for q in sorted(changed)}
 
 
