@@ -255,3 +255,17 @@ def test_history_splits_hold_k_for_every_cohort(batches: list[list[int]], k: int
         for i in range(1, seq + 1):
             _, here = np.unique(key[cohort <= i], return_counts=True)
             assert here.min() >= k
+
+
+@settings(max_examples=100, deadline=None)
+@given(k=st.integers(1, 4), depth=st.integers(1, 4), data=st.data())
+def test_the_tree_walks_as_the_notebooks_follow(k: int, depth: int,
+                                                 data: st.DataObject) -> None:
+    """After every insertion, each value's span is the notebook's (the oracle written from
+    ``follow``, without the package)."""
+    values = data.draw(st.lists(st.integers(0, (1 << depth) - 1), min_size=1, max_size=30))
+    tree = StreamTree(k, (0, (1 << depth) - 1))
+    for n, (v, expected) in enumerate(zip(values, incremental_spans(k, depth, values),
+                                          strict=True), start=1):
+        tree.insert(v)
+        assert tree.spans() == expected, (values[:n], k, depth)
