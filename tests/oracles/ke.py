@@ -1,10 +1,20 @@
-"""(k,e)-anonymity (spec 004): the chapter's O(n^2) programme, the oracle of the O(n) one."""
+"""(k,e)-anonymity (spec 004): the chapter's O(n^2) programme, the oracle of the O(n) one.
+
+It imports nothing from anonkit: the spread it compares with ``e`` is written out below."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from anonkit.algorithms.ke_partition import spread
+
+def spread(high: np.ndarray | float, low: np.ndarray | float,
+           places: int | None = None) -> np.ndarray:
+    """A group's range ``high - low``, as (k,e)-anonymity compares it with ``e``: rounded to
+    ``places`` decimals when the values have that many (so ``9.10 - 7.25`` is ``1.85``, not
+    the float just below it). Written here, not taken from the package: the oracle stays
+    independent of the code it judges."""
+    out = np.asarray(high, dtype=np.float64) - np.asarray(low, dtype=np.float64)
+    return out if places is None else np.round(out, places)
 
 
 def reference_partition(sorted_values: np.ndarray, k: int, e: float, *,
