@@ -101,6 +101,8 @@ def test_a_one_shot_release_holds_when_written_and_read_back(name: str, tmp_path
                              **settings)
     assert release.method == name and release.verdicts and release.passed
     assert "id" not in release.data.columns
+    # the tables beside the release are declared, so their paths are checked before a run
+    assert set(release.auxiliary) <= set(methods.get(name).auxiliary)
     assert release.metrics, "every release is measured"
     _check_again(release, release.data)
     path = write_release(release, tmp_path / "release.csv",
@@ -138,6 +140,8 @@ def test_a_sequential_method_publishes_twice_and_each_release_holds(name: str,
     assert [info.seq for info in infos] == list(range(1, len(outputs) + 1))
     for info, output in zip(infos, outputs, strict=True):
         assert info.verdicts and all(v["passed"] for v in info.verdicts)
+        beside = {p.name.split(".")[1] for p in output.parent.glob(f"{output.stem}.*.csv")}
+        assert beside <= set(methods.get(name).auxiliary)
         table = read_table(output)
         assert "id" not in table.columns
         report = check(table, qis, sensitive, CLAIMS[name],

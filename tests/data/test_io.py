@@ -14,11 +14,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from anonkit._util.files import atomic_write, system_error, write_atomic
+from anonkit._util.files import atomic_write, refuse_collisions, system_error, write_atomic
 from anonkit.data import read as anonkit_read
 from anonkit.data import write as anonkit_write
 from anonkit.data.read import read_table, sniff_separator, table_format
-from anonkit.data.write import check_output_path, write_table
+from anonkit.data.write import write_table
 from anonkit.datasets import make_census
 from anonkit.errors import InputError
 from complexity import GROWTH_BOUND, growth
@@ -473,21 +473,29 @@ def test_atomic_write_refusal_is_the_callers(tmp_path: Path) -> None:
         pass
 
 
-def test_check_output_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_refuse_collisions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The one rule for outputs: never an input (by path, ``..``, a symbolic or a hard
+    link), never another output; a new file or another file is fine."""
     data = write_bytes(tmp_path / "data.csv", b"a\n1\n")
-    with pytest.raises(InputError, match="would overwrite the input"):
-        check_output_path(data, tmp_path / "data.csv")
+    kept = [(data, "the input")]
+    with pytest.raises(InputError, match=r"the release .*data.csv is the input \(.*data.csv\);"
+                                         r" writing it would destroy that file"):
+        refuse_collisions([(tmp_path / "data.csv", "release")], kept)
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(InputError, match="would overwrite"):
-        check_output_path("data.csv", tmp_path / "sub" / ".." / "data.csv")
+    with pytest.raises(InputError, match="is the input"):
+        refuse_collisions([(tmp_path / "sub" / ".." / "data.csv", "release")],
+                          [(Path("data.csv"), "the input")])
     (tmp_path / "link.csv").symlink_to(data)
-    with pytest.raises(InputError, match="would overwrite"):
-        check_output_path(data, tmp_path / "link.csv")
+    with pytest.raises(InputError, match="is the input"):
+        refuse_collisions([(tmp_path / "link.csv", "report")], kept)
     os.link(data, tmp_path / "hard.csv")
-    with pytest.raises(InputError, match="would overwrite"):
-        check_output_path(tmp_path / "hard.csv", data)
-    check_output_path(data, tmp_path / "release.csv")  # a new file is fine
-    check_output_path(data, write_bytes(tmp_path / "other.csv", b"a\n1\n"))
+    with pytest.raises(InputError, match="is the input"):
+        refuse_collisions([(data, "report")], [(tmp_path / "hard.csv", "the input")])
+    with pytest.raises(InputError, match=r"the report .*r.csv and the release .*r.csv are one "
+                                         r"file"):
+        refuse_collisions([(tmp_path / "r.csv", "release"), (Path("r.csv"), "report")], kept)
+    refuse_collisions([(tmp_path / "release.csv", "release")], kept)  # a new file is fine
+    refuse_collisions([(write_bytes(tmp_path / "other.csv", b"a\n1\n"), "release")], kept)
 
 
 # --------------------------------------------------------------------------- speed

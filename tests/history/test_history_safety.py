@@ -80,7 +80,7 @@ def test_an_output_that_is_the_history_or_a_release_is_refused(
     before = snapshot(tmp_path)
     result = cli(*publish_args(data, tmp_path / victim, history))
     assert result.exit_code == 2, result.output
-    assert "refused and nothing was changed" in result.output
+    assert "writing it would destroy that file, so nothing was written" in result.output
     assert snapshot(tmp_path) == before
     with HistoryStore.open(history, read_only=True) as store:
         assert [r.file_status() for r in store.releases()] == ["ok"]

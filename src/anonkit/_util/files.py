@@ -18,14 +18,17 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from anonkit.errors import InputError
 
-__all__ = ["Refusal", "atomic_write", "fsync_directory", "sha256_file", "system_error",
-           "write_atomic"]
+__all__ = ["NamedPath", "Refusal", "atomic_write", "fsync_directory", "refuse_collisions",
+           "same_file", "sha256_file", "system_error", "write_atomic"]
+
+#: a path and what it is to the user ("the input", "the report", "release 2 of 'ward'")
+NamedPath = tuple[Path, str]
 
 #: the error to raise when the temporary file cannot be created, from the file to be
 #: written and the operating system's error
@@ -151,3 +154,33 @@ def sha256_file(path: str | Path) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def same_file(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` name one file: the same path once resolved (a symbolic link
+    or ``..`` included), or, when both exist, the same device and inode (a hard link)."""
+    a, b = Path(a).absolute(), Path(b).absolute()
+    if a.resolve() == b.resolve():
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def refuse_collisions(writes: Sequence[NamedPath], kept: Sequence[NamedPath] = ()) -> None:
+    """The one rule for every path a command writes, checked before anything is written:
+    each must differ from every file the command must keep (``kept``: its inputs, a
+    history, its secret, journals and backups, the files of recorded releases) and from
+    every other path it writes. An :class:`InputError` names both paths."""
+    for i, (path, what) in enumerate(writes):
+        for other, other_what in writes[:i]:
+            if same_file(path, other):
+                raise InputError(
+                    f"the {what} {path} and the {other_what} {other} are one file: one "
+                    f"would be lost, so nothing was written. Give them different paths")
+        for other, other_what in kept:
+            if same_file(path, other):
+                raise InputError(
+                    f"the {what} {path} is {other_what} ({other}); writing it would destroy "
+                    f"that file, so nothing was written. Give the {what} another path")

@@ -68,7 +68,7 @@ def testdata(program: str, data_path: str, k: int, option: str, output: str,
             workers=workers)
         if as_json:
             click.echo(json.dumps(result.to_dict(), indent=2, default=str))
-        jobs.write_testdata(result, output)
+        jobs.write_testdata(result, output, report=report, program=program)
         if not as_json:
             click.echo(f"released {len(result.release.data)} tuples for "
                        f"{sum(1 for b in result.buckets if b.released)} of "

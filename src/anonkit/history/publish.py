@@ -43,6 +43,7 @@ ever touching the store; a one-shot method runs alone.
 
 from __future__ import annotations
 
+import glob
 import os
 import time
 import unicodedata
@@ -57,7 +58,7 @@ import numpy as np
 import pandas as pd
 
 from anonkit import methods
-from anonkit._util.files import fsync_directory, sha256_file
+from anonkit._util.files import NamedPath, fsync_directory, refuse_collisions, sha256_file
 from anonkit.data.schema import Schema
 from anonkit.errors import HistoryError, InputError
 from anonkit.history.attacks import ADVERSARIES, CrossReleaseBreachError, judge
@@ -156,7 +157,7 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
         raise InputError(f"output folder {output.parent} does not exist; create it first")
     if output.is_dir():
         raise InputError(f"output path {output} is a folder; give a file name")
-    refuse_history_output(output, store)
+    refuse_history_output(release_writes(output, declared.auxiliary), store)
 
     clock.lap("validate")
     pseudonyms, persons = store.both_pseudonyms(request.dataset, df[request.key])
@@ -204,7 +205,8 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
     release.knowledge_state = knowledge_to_bytes(known)
     clock.lap("knowledge")
 
-    refuse_history_output(output, store)  # again: releases may have been recorded meanwhile
+    # again: releases may have been recorded meanwhile (and with the tables the method made)
+    refuse_history_output(release_writes(output, tuple(result.auxiliary)), store)
     _remove_orphans(output, store)
     files = PublishFiles(output.parent)
     tmp = files.path(output.name)
@@ -648,54 +650,56 @@ def _remove_orphans(output: Path, store: HistoryStore) -> None:
 
 
 def history_files(location: HistoryLocation, secret_file: Path | None = None) -> list[Path]:
-    """The files of a history that no release may overwrite: the SQLite file and its
-    journals, its secret (beside it, or ``secret_file``)."""
+    """The files of a history that no release may overwrite: the SQLite file, its journals
+    and its upgrade backups, its secret (beside it, or ``secret_file``)."""
     out = [] if secret_file is None else [Path(secret_file)]
     path = location.sqlite_path
     if path is not None:
         out += [path, *(path.with_name(path.name + suffix) for suffix in _JOURNALS),
                 secret_path_beside(path)]
+        with suppress(OSError):
+            out += sorted(path.parent.glob(f"{glob.escape(path.name)}.v*-backup*"))
     return out
 
 
 _JOURNALS = ("-journal", "-wal", "-shm")
 
 
-def refuse_history_output(output: Path, store: HistoryStore | None = None, *,
-                          location: HistoryLocation | None = None,
-                          secret_file: Path | None = None,
-                          refused: str = "the publish was refused") -> None:
-    """Refuse (:class:`InputError`, nothing done) an output that is the history, its
-    journal, its secret, or the file of a release it records (any dataset; the auxiliary
-    tables and a pending temporary file too): by resolved path, and by identity (device
-    and inode) when both exist, so neither a symbolic nor a hard link gets past."""
-    protected: list[tuple[Path, str]] = []
+def protected_files(store: HistoryStore | None = None, *,
+                    location: HistoryLocation | None = None,
+                    secret_file: Path | None = None) -> list[NamedPath]:
+    """What no output may be, named for a message: the history, its journals, backups and
+    secret, and the file of every release it records (any dataset; the auxiliary tables
+    and a pending temporary file too)."""
+    protected: list[NamedPath] = []
     if store is not None:
         location = store.location
         if store.secret.path is not None:
             protected.append((store.secret.path, "the history's secret"))
         protected += [(Path(p), what) for p, what in store.recorded_files()]
     if location is not None:
-        protected += [(p, "the history's secret" if p.name.endswith(".secret")
-                       or p == secret_file else "the history" if p == location.sqlite_path
-                       else "the history's journal")
-                      for p in history_files(location, secret_file)]
-    if not protected:
-        return
-    target = output.absolute()
-    resolved = target.resolve()
-    try:
-        out_stat: os.stat_result | None = os.stat(target)
-    except OSError:
-        out_stat = None
-    for path, what in protected:
-        path = path.absolute()
-        same = path.resolve() == resolved
-        if not same and out_stat is not None:
-            with suppress(OSError):
-                st = os.stat(path)
-                same = (st.st_dev, st.st_ino) == (out_stat.st_dev, out_stat.st_ino)
-        if same:
-            raise InputError(f"output {output} is {what} ({path}); writing it would destroy "
-                             f"it, so {refused} and nothing was changed. "
-                             f"Choose another output path")
+        for p in history_files(location, secret_file):
+            what = ("the history's secret" if p.name.endswith(".secret") or p == secret_file
+                    else "the history" if p == location.sqlite_path
+                    else "a backup of the history" if "-backup" in p.name
+                    else "the history's journal")
+            protected.append((p, what))
+    return protected
+
+
+def release_writes(output: Path, auxiliary: Sequence[str]) -> list[NamedPath]:
+    """The files publishing a release to ``output`` writes: it, and each auxiliary table
+    beside it."""
+    return [(output, "release"), *((auxiliary_path(output, name), f"{name} table")
+                                   for name in auxiliary)]
+
+
+def refuse_history_output(writes: Sequence[NamedPath], store: HistoryStore | None = None, *,
+                          location: HistoryLocation | None = None,
+                          secret_file: Path | None = None) -> None:
+    """Refuse (:class:`InputError`, nothing done) an output that is the history, its
+    journal, backup or secret, or the file of a release it records (see
+    :func:`anonkit._util.files.refuse_collisions`: by resolved path, and by identity when
+    both exist, so neither a symbolic nor a hard link gets past)."""
+    refuse_collisions(writes, protected_files(store, location=location,
+                                              secret_file=secret_file))

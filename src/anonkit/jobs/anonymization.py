@@ -21,7 +21,7 @@ from anonkit.data.read import (
     to_pandas,
 )
 from anonkit.data.schema import Kind, Schema
-from anonkit.data.write import check_output_path, output_format
+from anonkit.data.write import output_format
 from anonkit.errors import InputError
 from anonkit.hierarchy import Hierarchy
 from anonkit.jobs.common import (
@@ -31,6 +31,7 @@ from anonkit.jobs.common import (
     dask_chosen,
 )
 from anonkit.jobs.frames import loaded_hierarchies, schema_from_roles
+from anonkit.jobs.outputs import output_writes, refuse_overwrites
 from anonkit.jobs.reading import InputTable, read_job_input
 from anonkit.release import Release
 from anonkit.report import render_report
@@ -101,14 +102,9 @@ def _anonymize_locally(job: Job, step: Progress, command: str | None,
     if output.endswith(("/", os.sep)):
         raise InputError(f"the output {output} names a folder; give a file name "
                          f"(e.g. {output.rstrip('/' + os.sep)}/release.csv)")
-    check_output_path(str(job["input"]), output)
     output_format(output)
     report = Path(str(job["report"])) if job.get("report") else None
-    if report is not None:
-        check_output_path(str(job["input"]), report)
-        if report.resolve() == Path(output).resolve():
-            raise InputError(f"the report and the release are the same file ({report}); "
-                             f"give them different names")
+    refuse_overwrites(job, output_writes(output, method, report))
     for path in ([report] if report is not None else []) + [Path(output)]:
         folder = path.resolve().parent
         if not folder.is_dir():

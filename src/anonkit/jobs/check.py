@@ -5,6 +5,7 @@ on Dask (:func:`check_file`)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,7 @@ from anonkit.jobs.common import (
     dask_chosen,
     model_options,
 )
+from anonkit.jobs.outputs import refuse_overwrites
 from anonkit.jobs.reading import job_dialect
 from anonkit.methods.models import models_from_options
 from anonkit.models.base import PrivacyModel, SensitiveAttribute
@@ -80,6 +82,8 @@ def check_file(path: PathText, quasi_identifiers: Columns, sensitive: Columns = 
                              f"the command line cannot take; declare it numeric or "
                              f"categorical, or call anonkit.checker.check with orders=")
     qis = as_list(quasi_identifiers)
+    if report:
+        refuse_overwrites({"input": path}, [(Path(report), "report")])
     if dask_chosen({"engine": engine, "workers": workers, "scheduler": scheduler}):
         if group_column or report:
             raise InputError("--group and --report are not available with --engine dask")

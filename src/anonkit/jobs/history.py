@@ -19,7 +19,6 @@ from anonkit.data.read import (
     read_table,
 )
 from anonkit.data.schema import Kind
-from anonkit.data.write import check_output_path
 from anonkit.errors import InputError
 from anonkit.hierarchy import Hierarchy
 from anonkit.history.attacks import (
@@ -36,7 +35,12 @@ from anonkit.history.chain import TamperedHistoryError
 from anonkit.history.engines.context import PublishRequest
 from anonkit.history.location import DEFAULT_HISTORY, HISTORY_ENV, HistoryLocation
 from anonkit.history.possible import EXACT_SECONDS
-from anonkit.history.publish import GateOverriddenWarning, publish, refuse_history_output
+from anonkit.history.publish import (
+    GateOverriddenWarning,
+    protected_files,
+    publish,
+    refuse_history_output,
+)
 from anonkit.history.records import ReleaseInfo, ReleaseView
 from anonkit.history.report import write_html as write_audit_html
 from anonkit.history.secret import SECRET_ENV, SECRET_FILE_ENV
@@ -45,8 +49,10 @@ from anonkit.jobs.common import (
     Columns,
     Job,
     PathText,
+    find_method,
 )
 from anonkit.jobs.frames import loaded_hierarchies, schema_from_roles
+from anonkit.jobs.outputs import output_writes, refuse_overwrites
 from anonkit.jobs.reading import column_roles, declared_text, job_dialect
 from anonkit.models.base import format_parameters
 
@@ -288,10 +294,9 @@ class History:
         instead of the releases' own; ``worst``: records shown per finding. ``report``:
         write the HTML report there (never over the history, its secret or a release it
         records)."""
-        if report is not None:
-            refuse_history_output(Path(report).absolute(), self._store,
-                                  secret_file=self.secret_file,
-                                  refused="the audit's report was refused")
+        if report is not None:  # the audit writes nothing else
+            refuse_history_output([(Path(report), "report")], self._store,
+                                  secret_file=self.secret_file)
         self._store.accept_tampered = accept_tampered
         found = audit(self._store, dataset, k=k, l=l, e=e, focus=focus, pairs=pairs,
                       worst=worst, exact_seconds=exact_seconds)
@@ -334,10 +339,13 @@ def read_publish_job(job: Job, *, history: PathText,
         if not isinstance(job[name], str):
             raise InputError(f"{name} must be text, got {job[name]!r}")
     source, target = Path(str(job["input"])), Path(str(job["output"]))
-    check_output_path(source, target)
-    # before the history is opened (or created): never write over it, its journal or secret
-    refuse_history_output(target.absolute(), location=HistoryLocation.parse(history),
-                          secret_file=Path(secret_file) if secret_file is not None else None)
+    # before the history is opened (or created): never over an input, the history, its
+    # journal, backups or secret (the releases it records are checked once it is open)
+    refuse_overwrites(job, output_writes(target, find_method(str(job.get("method") or
+                                                                 "mondrian"))),
+                      protected_files(location=HistoryLocation.parse(history),
+                                      secret_file=Path(secret_file) if secret_file is not None
+                                      else None))
     if not job["quasi_identifiers"]:
         raise InputError("no quasi-identifiers given: pass --qi a,b,c")
     spec: Any = job

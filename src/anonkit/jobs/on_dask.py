@@ -14,6 +14,7 @@ from anonkit.jobs.common import (
     Job,
 )
 from anonkit.jobs.frames import loaded_hierarchies
+from anonkit.jobs.outputs import refuse_overwrites
 from anonkit.jobs.reading import column_roles
 from anonkit.methods.models import models_from_options
 
@@ -45,6 +46,7 @@ def anonymize_on_dask(job: Job, progress: bool = False) -> dict[str, object]:
     names = source_columns(str(job["input"]))
     roles = column_roles(names, job, qis)
     output = Path(str(job["output"]))
+    refuse_overwrites(job, [(output, "output folder")])
     if job.get("mkdir"):
         output.resolve().parent.mkdir(parents=True, exist_ok=True)
     engine = DaskMondrian(models=models_from_options(options),

@@ -7,12 +7,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from anonkit._util.options import as_list, parse_pairs
-from anonkit.data.write import check_output_path, output_format
+from anonkit.data.write import output_format
 from anonkit.errors import InputError
 from anonkit.jobs.common import (
     Columns,
     PathText,
 )
+from anonkit.jobs.outputs import refuse_overwrites
 from anonkit.testdata import Limits, TestData, generate
 from anonkit.testdata.report import write_html as write_testdata_html
 from anonkit.verify import write_release
@@ -26,13 +27,15 @@ def generate_testdata(program: str, data: PathText, k: int, option: str = "P-T",
                       time_limit: float = 2.0, max_decisions: int = 2000,
                       workers: int | None = None) -> TestData:
     """Behaviour-preserving test data for ``program`` (``FILE.py:FUNCTION``) from the raw
-    table ``data`` (see :func:`anonkit.testdata.generate`), and its HTML report when
-    ``report`` is given. ``output`` is where :func:`write_testdata` will write the tuples
-    (checked now, before the long run). ``types``: declared field types, by column or as
+    table ``data`` (see :func:`anonkit.testdata.generate`). ``output`` and ``report`` are
+    where :func:`write_testdata` will write the tuples and the report (checked now, before
+    the long run). ``types``: declared field types, by column or as
     ``COLUMN=TYPE`` texts."""
-    check_output_path(data, output)
-    if report is not None:
-        check_output_path(data, report)
+    program_file = program.rpartition(":")[0] or program
+    refuse_overwrites({"input": data},
+                      [(Path(output), "release"),
+                       *([(Path(report), "report")] if report is not None else [])],
+                      [(Path(program_file), "the program under test")])
     if time_limit <= 0 or max_decisions < 1:
         raise InputError("--time-limit must be positive and --max-decisions at least 1")
     declared = dict(types) if isinstance(types, Mapping) else parse_pairs(types, "type")
@@ -41,14 +44,14 @@ def generate_testdata(program: str, data: PathText, k: int, option: str = "P-T",
                       field_choice=field_choice, it_mode=it_mode, seed=seed,
                       limits=Limits(time_limit=time_limit, max_decisions=max_decisions),
                       workers=workers)
-    if report is not None:
-        write_testdata_html(result, program, report)
     return result
 
 
-def write_testdata(result: TestData, output: PathText) -> Path:
-    """Write the released tuples of ``result``; an :class:`InputError` (nothing written)
-    when none could be released."""
+def write_testdata(result: TestData, output: PathText, *, report: PathText | None = None,
+                   program: str = "") -> Path:
+    """Write the released tuples of ``result``, then its HTML report when ``report`` is
+    given (``program``: the ``FILE.py:FUNCTION`` it is about); an :class:`InputError`
+    (nothing written) when none could be released."""
     if len(result.release.data) == 0:
         reasons = sorted({b.reason for b in result.buckets if b.reason})
         raise InputError(f"no tuple could be released (nothing written): "
@@ -58,4 +61,11 @@ def write_testdata(result: TestData, output: PathText) -> Path:
         # a float column whose values happen to be whole would read back as integers
         release.data = release.data.apply(
             lambda c: c.map(lambda v: repr(float(v))) if c.dtype.kind == "f" else c)
-    return write_release(release, output)
+    written = write_release(release, output)
+    if report is not None:
+        try:
+            write_testdata_html(result, program, report)
+        except BaseException:
+            written.unlink(missing_ok=True)  # both files or neither
+            raise
+    return written

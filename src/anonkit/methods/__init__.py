@@ -62,7 +62,8 @@ register(Method(
     "(least sum of group ranges), QIs exact, values permuted within groups. Sequential: a "
     "release never intersects an earlier one below k values or range e (spec 004).",
     "permuted", sequential=True, threat_model="incremental-(k,e)",
-    options=(K, E, GROUP_COLUMN, HISTORY_CHECK, SEED), runner="anonkit.methods.ke:anonymize"))
+    options=(K, E, GROUP_COLUMN, HISTORY_CHECK, SEED), runner="anonkit.methods.ke:anonymize",
+    auxiliary=("groups",)))
 for _name, _summary, _options in (
         ("huffman", "k-anonymity by truncating the Huffman tree of the QI values (spec 003): a "
          "value is released as the summary of the node where its walk from the root stops. "
@@ -73,7 +74,8 @@ for _name, _summary, _options in (
          (K, L, TREE, SUMMARY))):
     register(Method(_name, _summary, "generalized", sequential=False,
                     threat_model="one-shot", options=_options,
-                    runner=f"anonkit.methods.compression:run_{_name}"))
+                    runner=f"anonkit.methods.compression:run_{_name}",
+                    auxiliary=("summaries",)))
 register(Method(
     "randomized", "Randomised representative release (spec 003's diffAnonymize): each value "
     "is replaced by one drawn, weighted by counts, from a subtree of the alphabetic tree. "
@@ -93,7 +95,8 @@ register(Method(
     "every release m-unique, and a record keeps its signature (its class's values) in every "
     "release, also after leaving and coming back; counterfeit rows fill in, their count per "
     "class published beside the release. Sequential only.", "generalized", sequential=True,
-    threat_model="m-invariance", options=(M, UNWEIGHTED_SPLIT, SEED)))
+    threat_model="m-invariance", options=(M, UNWEIGHTED_SPLIT, SEED),
+    auxiliary=("counterfeits",)))
 
 __all__ = [
     "MODELS",

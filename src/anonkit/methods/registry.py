@@ -52,6 +52,10 @@ class Method:
     #: or the function itself (a method registered from Python, e.g. in a test)
     function: Anonymize | None = None
     typed: bool = True
+    #: the auxiliary tables its releases carry (``ke``: ``groups``), written beside the
+    #: release as ``<stem>.<name>.csv``: known before the run, so that every path a command
+    #: will write is checked before it writes any
+    auxiliary: tuple[str, ...] = ()
 
     @property
     def anonymize(self) -> Anonymize | None:
