@@ -181,7 +181,9 @@ def test_bad_key_columns_name_the_rows(published: HistoryTarget, tmp_path: Path)
     dup.loc[[4, 9], "pid"] = dup.loc[2, "pid"]
     result = run(published, *publish_args(write(dup, tmp_path / "dup.csv"), tmp_path / "o.csv"))
     assert result.exit_code == 2
-    assert "key column 'pid' has duplicate values: 'P2' in rows 2, 4, 9" in result.output
+    assert "key column 'pid' has duplicate values, 1 repeated (rows 2, 4, 9: each group of " \
+        "rows holds one value)" in result.output
+    assert "P2" not in result.output  # a key names a person: never in a message
     missing = df.copy()
     missing.loc[7, "pid"] = None
     result = run(published, *publish_args(write(missing, tmp_path / "miss.csv"),
@@ -219,7 +221,7 @@ def test_not_a_history_and_wrong_secret(published: HistoryTarget, tmp_path: Path
         assert result.exit_code == 2 and "not an anonkit history" in result.output
     assert hashlib.sha256(csv.read_bytes()).hexdigest() == digest
     wrong = tmp_path / "wrong.secret"
-    wrong.write_text("f" * 64)
+    wrong.write_text(hashlib.sha256(b"another secret").hexdigest())  # strong, but not its
     wrong.chmod(0o600)
     for args in (["list"], ["audit", "--dataset", "census"],
                  publish_args(csv, tmp_path / "o.csv")):

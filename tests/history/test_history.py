@@ -272,8 +272,10 @@ def test_duplicate_and_missing_keys_are_refused_naming_rows(history: HistoryTarg
         state = history_state(store)
         dup = df.copy()
         dup.loc[[3, 17, 30], "pid"] = "P5"
-        with pytest.raises(InputError, match=r"duplicate values: 'P5' in rows 3, 5, 17, 30"):
+        with pytest.raises(InputError, match=r"duplicate values, 1 repeated \(rows 3, 5, 17, "
+                                              r"30: each group of rows holds one value\)") as err:
             publish(store, dup, make_request(), tmp_path / "r2.csv")
+        assert "P5" not in str(err.value)  # a key names a person: never in a message
         missing = df.copy()
         missing["pid"] = missing["pid"].astype(object)
         missing.loc[[8, 9], "pid"] = None
@@ -504,7 +506,7 @@ def test_keys_equal_as_the_history_sees_them_are_duplicates(tmp_path: Path) -> N
     df = people(np.arange(40)).astype({"pid": object})
     df.loc[1, "pid"] = f"{df.loc[0, 'pid']} "
     with HistoryStore.open(tmp_path / "h.db", create=True) as store, \
-            pytest.raises(InputError, match=r"duplicate values: .* in rows 0, 1"):
+            pytest.raises(InputError, match=r"duplicate values, 1 repeated \(rows 0, 1:"):
         publish(store, df, make_request(), tmp_path / "r.csv")
     assert not (tmp_path / "r.csv").exists()
 

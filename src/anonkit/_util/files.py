@@ -24,11 +24,43 @@ from pathlib import Path
 
 from anonkit.errors import InputError
 
-__all__ = ["NamedPath", "Refusal", "atomic_write", "fsync_directory", "refuse_collisions",
-           "same_file", "sha256_file", "system_error", "write_atomic"]
+__all__ = [
+    "NamedPath",
+    "Refusal",
+    "atomic_write",
+    "fsync_directory",
+    "refuse_collisions",
+    "same_file",
+    "set_output_mode",
+    "sha256_file",
+    "system_error",
+    "write_atomic",
+]
 
 #: a path and what it is to the user ("the input", "the report", "release 2 of 'ward'")
 NamedPath = tuple[Path, str]
+
+#: the permission bits of a new output file: the owner's only (a release, a report and an
+#: audit list what is not for everyone); :func:`set_output_mode` (``anonkit --mode``) widens
+#: them. A file replaced keeps its own.
+_output_mode = 0o600
+
+
+def set_output_mode(mode: int | str) -> int:
+    """Set the permission bits of the output files written from now on (``0o640``, or
+    octal text ``"640"``); they must let the owner read and write. Returns the mode."""
+    try:
+        value = int(mode, 8) if isinstance(mode, str) else int(mode)
+    except ValueError:
+        raise InputError(f"--mode {mode!r} is not an octal mode; give e.g. 600 or 640"
+                         ) from None
+    if not 0 <= value <= 0o777 or value & 0o600 != 0o600:
+        raise InputError(f"--mode {mode!r}: give permission bits between 600 and 777 that "
+                         f"let the owner read and write (e.g. 600, 640 or 644)")
+    global _output_mode
+    _output_mode = value
+    return value
+
 
 #: the error to raise when the temporary file cannot be created, from the file to be
 #: written and the operating system's error
@@ -44,7 +76,8 @@ def atomic_write(path: str | Path, *, mode: int | None = None, exclusive: bool =
 
     The temporary file exists (empty) when the block starts; writers may overwrite it.
     ``mode``: the new file's permission bits (e.g. ``0o600``; the umask still applies);
-    None: those of an existing ``path``, else ``0o666`` less the umask. ``exclusive``:
+    None: those of an existing ``path``, else the output mode (0600 unless
+    :func:`set_output_mode` widened it) less the umask. ``exclusive``:
     link instead of rename, so an existing ``path`` is never replaced
     (:class:`FileExistsError`, nothing written). ``refuse``: the error when the
     temporary file cannot be created; None for a file the user named as output, which is
@@ -88,7 +121,7 @@ def _put_in_place(path: Path, mode: int | None, exclusive: bool, refuse: Refusal
     tmp = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL,
-                     0o666 if mode is None else mode)
+                     _output_mode if mode is None else mode)
     except OSError as exc:  # read-only file system, /proc, no space left, permissions
         raise (refuse or _refuse_output)(path, exc) from None
     try:

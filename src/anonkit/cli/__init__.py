@@ -45,8 +45,20 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="anonkit")
-def main() -> None:
+@click.option("--mode", metavar="OCTAL",
+              help="Permission bits of the files written (releases, reports, tables): 600, "
+                   "the owner only, unless given here (e.g. 640). A file replaced keeps its "
+                   "own.")
+def main(mode: str | None) -> None:
     """anonkit: privacy-preserving data publishing with a release history."""
+    if mode is not None:
+        from anonkit import errors, jobs
+
+        try:
+            jobs.set_output_mode(mode)
+        except errors.InputError as exc:
+            click.echo(f"error: {exc}", err=True)
+            raise SystemExit(2) from None
 
 
 def run() -> None:

@@ -387,7 +387,7 @@ def list_cmd(dataset: str | None, verify: bool, as_json: bool, history: str,
 
 @release.command("show")
 @click.argument("dataset")
-@click.argument("seq", type=int)
+@click.argument("seq", type=click.IntRange(1, 2**63 - 1))
 @click.option("--classes", "n_classes", type=int, default=10, show_default=True,
               help="How many equivalence classes to print.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
@@ -470,7 +470,7 @@ def _median(sizes: object) -> float:
 @click.option("--report", "report_path", type=click.Path(path_type=Path), default=None,
               help="Write an HTML report (breaches per release, plotted).")
 @click.option("--json", "as_json", is_flag=True, help="Print the findings as JSON.")
-@click.option("--release", "focus", type=int, default=None,
+@click.option("--release", "focus", type=click.IntRange(1, 2**63 - 1), default=None,
               help="Only the records of this release number.")
 @click.option("--pairs", is_flag=True,
               help="Also audit every pair of releases on its own (each pair is "

@@ -39,8 +39,12 @@ class HistoryLocation:
         elif "://" in str(history):
             try:
                 url = make_url(str(history))
-            except sa.exc.ArgumentError as exc:
-                raise HistoryError(f"cannot parse the history URL {history!r}: {exc}") from None
+                url.port  # noqa: B018 (a malformed port raises only when read)
+            except (sa.exc.ArgumentError, ValueError):
+                raise HistoryError(f"cannot read the history URL {masked(str(history))!r}: "
+                                   f"write postgresql+psycopg://USER:PASSWORD@HOST:PORT/DB "
+                                   f"(a whole-number port), or give an SQLite file"
+                                   ) from None
         else:
             url = URL.create("sqlite", database=str(Path(history).expanduser().absolute()))
         backend = url.get_backend_name()
@@ -50,10 +54,16 @@ class HistoryLocation:
                                    "process; give a file (--history anonkit.db)")
             return cls(url, Path(url.database).expanduser().absolute())
         if backend == "postgresql":
+            try:
+                url.get_dialect()
+            except sa.exc.NoSuchModuleError:
+                raise HistoryError(f"unknown database driver {url.get_driver_name()!r} in the "
+                                   f"history URL {masked(str(history))!r}; use "
+                                   f"postgresql+psycopg://") from None
             schema = url.query.get("schema")
             if isinstance(schema, tuple):
-                raise HistoryError(f"the history URL {history!r} names several schemas; give "
-                                   f"one: ?schema=anonkit")
+                raise HistoryError(f"the history URL {masked(str(history))!r} names several "
+                                   f"schemas; give one: ?schema=anonkit")
             if schema is not None and not _SCHEMA_NAME.fullmatch(schema):
                 raise HistoryError(f"invalid schema name {schema!r} in the history URL: give "
                                    f"1 to 63 lower-case letters, digits or _ (e.g. "
@@ -72,3 +82,10 @@ class HistoryLocation:
 
 
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+_PASSWORD = re.compile(r"(://[^/@]*?:)[^@/]*@")
+
+
+def masked(text: str) -> str:
+    """A history URL as it may be shown: its password replaced by ``***`` (also in a URL
+    too malformed to parse)."""
+    return _PASSWORD.sub(r"\1***@", text)

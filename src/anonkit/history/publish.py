@@ -145,18 +145,12 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
     request = replace(request, options=declared.parse_options(request.options, "python"))
     # the method's own switch (``--accept-heuristic``) accepts it as the parameter does
     accept_heuristic = accept_heuristic or request.options.get("accept_heuristic") is True
-    _check_dataset_name(request.dataset)
-    _check_column_names(request)
-    check_key_column(df, request.key)
+    check_publish(df, request, output)
     store.refuse_if_tampered(f"publishing to {request.dataset!r}")
     previous = store.latest(request.dataset)
     schema = _schema(df, request)
     if previous is not None:
         _check_same_roles(previous, schema, request)
-    if not output.parent.is_dir():
-        raise InputError(f"output folder {output.parent} does not exist; create it first")
-    if output.is_dir():
-        raise InputError(f"output path {output} is a folder; give a file name")
     refuse_history_output(release_writes(output, declared.auxiliary), store)
 
     clock.lap("validate")
@@ -195,6 +189,7 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
     release.lineage = check_lineage(store, release, new_lineage)
     release.lineage["rekey"] = check_rekey(store, release, previous, new_lineage)
     clock.lap("lineage")
+    _refuse_overtaken(store, request.dataset, seq)
     # what the adversaries know with this release: the gate judges every record (a record
     # that joined or left is disclosed by the difference), the history keeps it
     known = (accumulated(store, request.dataset) if previous is not None
@@ -511,6 +506,34 @@ def gate(known: Accumulated, release: PreparedRelease, allow_breach: bool,
 # -- validation ----------------------------------------------------------------------------
 
 
+def _refuse_overtaken(store: HistoryStore, dataset: str, seq: int) -> None:
+    """Refuse a publish another one overtook: it committed release ``seq`` of ``dataset``
+    while this one ran, so this release was made and judged without it. (The commit
+    refuses it too; this says why, in the user's words.)"""
+    latest = store.latest(dataset)
+    if latest is not None and latest.seq >= seq:
+        raise HistoryError(f"another publish committed release {latest.seq} of {dataset!r} "
+                           f"while this one ran; nothing was written. Publish again: the "
+                           f"gate then judges this release with that one")
+
+
+def check_publish(df: pd.DataFrame, request: PublishRequest, output: Path) -> None:
+    """What a publish refuses before it touches the history (so that a refused first
+    publish creates no history and no secret): the dataset's name, the columns' names, the
+    record key, and the output's folder."""
+    _check_dataset_name(request.dataset)
+    _check_column_names(request)
+    check_key_column(df, request.key)
+    output = Path(output).absolute()
+    if not output.parent.is_dir():
+        raise InputError(f"output folder {output.parent} does not exist; create it first")
+    if output.is_dir():
+        raise InputError(f"output path {output} is a folder; give a file name")
+    if not os.access(output.parent, os.W_OK | os.X_OK):
+        raise InputError(f"cannot write to the output folder {output.parent}: permission "
+                         f"denied; choose another folder")
+
+
 def check_key_column(df: pd.DataFrame, key: str) -> None:
     """The record key must name every row once: refuse missing and duplicate values,
     naming the rows (0-based data rows, as pandas numbers them)."""
@@ -536,14 +559,14 @@ def check_key_column(df: pd.DataFrame, key: str) -> None:
     canonical = pd.Series(canonical_keys(column), index=column.index)
     dup = canonical.duplicated(keep=False).to_numpy()
     if dup.any():
+        # rows, never the key values: a key names a person
         groups = pd.Series(np.flatnonzero(dup)).groupby(canonical[dup].to_numpy(), sort=False)
-        shown = [f"{' / '.join(map(repr, dict.fromkeys(column.iloc[rows.to_numpy()])))} in "
-                 f"rows {_rows(rows.to_numpy())}"
-                 for _, rows in list(groups)[:_MAX_ROWS_NAMED]]
+        shown = [f"rows {_rows(rows.to_numpy())}" for _, rows in list(groups)[:_MAX_ROWS_NAMED]]
         more = f" and {groups.ngroups - _MAX_ROWS_NAMED} more values" \
             if groups.ngroups > _MAX_ROWS_NAMED else ""
-        raise InputError(f"key column {key!r} has duplicate values: {'; '.join(shown)}{more}; "
-                         f"the key must name each record once")
+        raise InputError(f"key column {key!r} has duplicate values, {groups.ngroups} "
+                         f"repeated ({'; '.join(shown)}{more}: each group of rows holds one "
+                         f"value); the key must name each record once")
 
 
 def _rows(rows: np.ndarray) -> str:

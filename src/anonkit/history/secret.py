@@ -233,6 +233,7 @@ def read_secret_file(path: Path) -> Secret:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise HistoryError(f"cannot read the secret file {path}: {exc}") from None
+    _check_strength(text, f"file {path}")
     return from_text(text, f"file {path}", path)
 
 
@@ -261,6 +262,14 @@ def env_secret(text: str) -> Secret:
     random bytes have and repeated patterns do not), e.g. ``secrets.token_hex(32)``.
     Environment values are often typed by hand; a file secret is always created random."""
     source = f"environment variable {SECRET_ENV}"
+    _check_strength(text, source)
+    return from_text(text, source)
+
+
+def _check_strength(text: str, source: str) -> None:
+    """Refuse a secret of less than :data:`MIN_ENV_SECRET_BYTES` random bytes, wherever it
+    comes from: the history stores ``HMAC(secret, constant)``, so a guessable secret can be
+    confirmed offline, and with it every pseudonym reversed."""
     decoded = _decoded(text.strip())
     if decoded is None or len(decoded) < MIN_ENV_SECRET_BYTES \
             or len(set(decoded)) < _MIN_DISTINCT_BYTES:
@@ -271,7 +280,6 @@ def env_secret(text: str) -> Secret:
             f"the history secret from {source} is too weak ({measured}); it must be the hex "
             f"or base64 encoding of at least {MIN_ENV_SECRET_BYTES} random bytes, e.g. the "
             f"output of `python -c 'import secrets; print(secrets.token_hex(32))'`")
-    return from_text(text, source)
 
 
 def _decoded(text: str) -> bytes | None:

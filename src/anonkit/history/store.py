@@ -46,7 +46,12 @@ from anonkit.history.crypto import (
     encrypt_knowledge,
     encrypt_record_values,
 )
-from anonkit.history.location import HISTORY_ENV, SQLITE_BUSY_TIMEOUT, HistoryLocation
+from anonkit.history.location import (
+    DEFAULT_HISTORY,
+    HISTORY_ENV,
+    SQLITE_BUSY_TIMEOUT,
+    HistoryLocation,
+)
 from anonkit.history.migrations import upgrade
 from anonkit.history.records import (
     ClassValues,
@@ -193,6 +198,9 @@ class HistoryStore:
         path = location.sqlite_path
         explicit_file = Path(secret_file) if secret_file is not None else None
         if path is not None:
+            if path.is_dir():
+                raise HistoryError(f"the history {path} is a folder; name the history file "
+                                   f"in it, e.g. --history {path / DEFAULT_HISTORY}")
             if not path.exists():
                 if not create:
                     raise HistoryError(f"no release history at {path}: publish a release "
@@ -201,6 +209,10 @@ class HistoryStore:
                 if not path.parent.is_dir():
                     raise HistoryError(f"cannot create the history {path}: the folder "
                                        f"{path.parent} does not exist")
+                if not os.access(path.parent, os.W_OK | os.X_OK):
+                    raise HistoryError(f"cannot create the history {path}: the folder "
+                                       f"{path.parent} is not writable; choose another "
+                                       f"folder")
                 _create_sqlite(location, secret, explicit_file)
             elif path.is_file() and path.stat().st_size == 0:
                 raise HistoryError(f"{path} is an empty file, not a release history; it is "

@@ -31,6 +31,7 @@ import fcntl
 import os
 import re
 import secrets
+import warnings
 from collections.abc import Callable, Iterable
 from contextlib import suppress
 from pathlib import Path
@@ -116,6 +117,7 @@ def remove_orphans(directory: Path, history: str,
     except OSError:
         return []
     removed: list[Path] = []
+    foreign: list[Path] = []
     pending_paths: set[str] | None = None
     for name in names:
         match = _LOCK_NAME.fullmatch(name)
@@ -127,6 +129,11 @@ def remove_orphans(directory: Path, history: str,
         except OSError:
             continue  # removed meanwhile, or not ours to open
         try:
+            if os.fstat(fd).st_uid != os.getuid():
+                # in a shared folder another user's file is not ours to judge or delete
+                # (and one planted there must not stop this publish)
+                foreign.append(lock_path)
+                continue
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
@@ -144,14 +151,35 @@ def remove_orphans(directory: Path, history: str,
                 if any(str(f) in pending_paths for f in files if f.exists()):
                     continue  # a committed release's file: recover() moves it
             for f in files:
-                with suppress(FileNotFoundError):
+                try:
+                    if f.lstat().st_uid != os.getuid():
+                        foreign.append(f)
+                        continue
                     f.unlink()
                     removed.append(f)
-            with suppress(FileNotFoundError):
+                except FileNotFoundError:
+                    pass
+                except OSError:
+                    foreign.append(f)
+            try:
                 lock_path.unlink()
+            except FileNotFoundError:
+                pass
+            except OSError:
+                foreign.append(lock_path)
         finally:
             os.close(fd)
+    if foreign:
+        warnings.warn(OrphanWarning(
+            f"{len(foreign)} temporary or lock file(s) of anonkit in {directory} belong to "
+            f"another user or cannot be removed (e.g. {foreign[0].name}); they were left "
+            f"alone. Ask their owner, or publish into a folder only you write to"),
+            stacklevel=2)
     return removed
+
+
+class OrphanWarning(UserWarning):
+    """Files of ended publishes that this user cannot or must not remove."""
 
 
 def drop_lock(pending_file: Path) -> None:

@@ -75,6 +75,7 @@ _WHERE = {
     "printable_name": "anonkit.jobs.history",
     "read_publish_job": "anonkit.jobs.history",
     "reading_qis": "anonkit.jobs.common",
+    "set_output_mode": "anonkit._util.files",
     "records_text": "anonkit.jobs.history",
     "write_testdata": "anonkit.jobs.testdata",
 }

@@ -37,6 +37,8 @@ from anonkit.history.location import DEFAULT_HISTORY, HISTORY_ENV, HistoryLocati
 from anonkit.history.possible import EXACT_SECONDS
 from anonkit.history.publish import (
     GateOverriddenWarning,
+    check_publish,
+    history_files,
     protected_files,
     publish,
     refuse_history_output,
@@ -145,7 +147,18 @@ class History:
                  warn: Callable[[str], None] | None = None) -> None:
         self.location = location
         self.secret_file = Path(secret_file) if secret_file is not None else None
-        self._store = self._open(create and not read_only, read_only, warn)
+        self._how = (create and not read_only, read_only, warn)
+        self._opened: HistoryStore | None = None
+        sqlite = HistoryLocation.parse(location).sqlite_path
+        if not (create and not read_only and sqlite is not None and not sqlite.exists()):
+            self._opened = self._open(*self._how)
+        # else created on first use: a publish refused before then leaves no history
+
+    @property
+    def _store(self) -> HistoryStore:
+        if self._opened is None:
+            self._opened = self._open(*self._how)
+        return self._opened
 
     def _open(self, create: bool, read_only: bool,
               warn: Callable[[str], None] | None) -> HistoryStore:
@@ -178,7 +191,8 @@ class History:
         return self._store
 
     def close(self) -> None:
-        self._store.close()
+        if self._opened is not None:
+            self._opened.close()
 
     def __enter__(self) -> History:
         return self
@@ -227,6 +241,7 @@ class History:
             dataset=dataset, key=key, quasi_identifiers=as_list(quasi_identifiers),
             sensitive=as_list(sensitive), identifiers=ids, method=chosen.name, options=typed,
             hierarchies=read, kinds=dict(kinds or {}), orders=dict(orders or {}))
+        check_publish(frame, request, Path(output))  # before a new history is created
         return self.publish_job(PublishJob(frame, request, Path(output)),
                                 allow_breach=allow_breach, accept_heuristic=accept_heuristic,
                                 new_lineage=new_lineage, exact_seconds=exact_seconds,
@@ -236,11 +251,29 @@ class History:
                     accept_heuristic: bool = False, new_lineage: bool = False,
                     exact_seconds: float = EXACT_SECONDS, accept_tampered: bool = False,
                     metrics: dict[str, float] | None = None) -> ReleaseInfo:
-        """Publish a job :func:`read_publish_job` prepared (see :meth:`publish`)."""
+        """Publish a job :func:`read_publish_job` prepared (see :meth:`publish`). When this
+        publish creates the history and is refused, the history is removed again: a
+        refused first publish leaves nothing behind."""
+        check_publish(job.frame, job.request, job.output)
+        creating = self._opened is None
+        sqlite = HistoryLocation.parse(self.location).sqlite_path
+        there = [p for p in history_files(HistoryLocation.parse(self.location),
+                                          self.secret_file) if p.exists()] if creating else []
         self._store.accept_tampered = accept_tampered
-        return publish(self._store, job.frame, job.request, job.output,
-                       allow_breach=allow_breach, accept_heuristic=accept_heuristic,
-                       new_lineage=new_lineage, metrics=metrics, exact_seconds=exact_seconds)
+        try:
+            return publish(self._store, job.frame, job.request, job.output,
+                           allow_breach=allow_breach, accept_heuristic=accept_heuristic,
+                           new_lineage=new_lineage, metrics=metrics,
+                           exact_seconds=exact_seconds)
+        except BaseException:
+            if creating and sqlite is not None and not self._store.releases():
+                self.close()
+                self._opened = None
+                for made in history_files(HistoryLocation.parse(self.location),
+                                          self.secret_file):
+                    if made not in there:
+                        made.unlink(missing_ok=True)
+            raise
 
     # -- reading ---------------------------------------------------------------------------
     def releases(self, dataset: str | None = None) -> list[ReleaseInfo]:
@@ -359,6 +392,8 @@ def read_publish_job(job: Job, *, history: PathText,
                     names=dialect.names, na_values=dialect.na_values,
                     text_columns=declared_text(job, list(spec.get("kinds") or {})),
                     skipinitialspace=dialect.skipinitialspace, encoding=dialect.encoding)
+    # refused before the history is opened: a refused first publish creates no history
+    check_publish(df, request, target)
     key_column = spec["key"]
     roles = column_roles([str(c) for c in df.columns], {
         **job, "identifiers": [*spec["identifiers"],

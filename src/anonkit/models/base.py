@@ -468,7 +468,7 @@ class PrivacyModel(ABC):
         ok = self.passing(classes, levels)
         worst = int(np.argmin(levels) if self.higher_is_better else np.argmax(levels))
         return Verdict(self.name, self.parameters, bool(ok.all()), float(levels[worst]),
-                       float(self.threshold), worst, int(classes.sizes[worst]),
+                       self.threshold, worst, int(classes.sizes[worst]),
                        int((~ok).sum()), classes.n_classes, self.measure, self.comparison,
                        self.details(classes, levels, worst))
 
@@ -491,7 +491,7 @@ class KAnonymity(PrivacyModel):
 
     @property
     def threshold(self) -> float:
-        return float(self.k)
+        return self.k  # exact: a k past 2**53 is shown as given
 
     @property
     def parameters(self) -> dict[str, object]:

@@ -111,7 +111,7 @@ class DistinctLDiversity(_MissingValues):
 
     @property
     def threshold(self) -> float:
-        return float(self.l)
+        return self.l
 
     def _parameters(self) -> dict[str, object]:
         return {"l": self.l}

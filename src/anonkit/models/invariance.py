@@ -46,7 +46,7 @@ class MUniqueness(PrivacyModel):
 
     @property
     def threshold(self) -> float:
-        return float(self.m)
+        return self.m
 
     @property
     def parameters(self) -> dict[str, object]:
