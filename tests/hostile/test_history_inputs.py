@@ -15,9 +15,9 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from snapshots import snapshot
 
 from anonkit.cli import main
+from snapshots import snapshot
 
 
 def run(*args: object, env: dict[str, str] | None = None) -> tuple[int, str]:
