@@ -16,7 +16,8 @@ from anonkit.cli.common import run_body
 @click.command("testdata")
 @click.option("--program", required=True, metavar="FILE.py:FUNCTION",
               help="The function under test; it takes the record's fields as keyword "
-                   "arguments. It runs with your own rights (it is not sandboxed).")
+                   "arguments. It runs with your own rights, top level included, in "
+                   "guarded worker processes (see below).")
 @click.option("--data", "data_path", required=True, metavar="FILE",
               help="The raw table (CSV or Parquet); column names are the parameter names.")
 @click.option("-k", "k", required=True, type=int,
@@ -44,7 +45,8 @@ from anonkit.cli.common import run_body
               help="I-T: keep the k-group's concrete fields (equal, the paper) or make them "
                    "differ (distinct, the specification document's !=).")
 @click.option("--time-limit", default=2.0, show_default=True, type=float,
-              help="Seconds allowed per run of the program on one tuple.")
+              help="Seconds allowed per run of the program on one tuple, and for "
+                   "loading its top level.")
 @click.option("--max-decisions", default=2000, show_default=True, type=int,
               help="Branch decisions allowed per path (bounds data-dependent loops).")
 @click.option("--workers", type=int, help="Worker processes (default 2).")
@@ -55,7 +57,19 @@ def testdata(program: str, data_path: str, k: int, option: str, output: str,
     """Release test data that drives PROGRAM down the same paths as the raw tuples
     (kb-anonymity), without repeating them.
 
-    Exits 0 when tuples were released, 2 on bad input or when nothing could be released.
+    The program (its top level too) runs only in worker processes, each run and the load
+    under --time-limit, with a guard that refuses writing, creating, linking or deleting
+    files, starting processes, exiting the worker, ctypes/cffi and the network. A run that
+    tries one is reported as refused (naming the operation) and left out; a top level
+    that does, or overruns the limit, stops the command with exit 2 and nothing written.
+
+    The guard stops accidents, NOT an adversary: it rests on CPython audit hooks, which
+    code written to get round them can bypass. On Linux with Landlock the workers are
+    also kernel-confined (no file written, created or deleted, no program executed; no
+    TCP from Linux 6.7); elsewhere they are not. Run only programs you would run directly.
+
+    Exits 0 when tuples were released, 2 on bad input, when the program cannot be loaded
+    or when nothing could be released.
     """
 
     def body() -> int:

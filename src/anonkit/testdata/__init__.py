@@ -16,8 +16,9 @@ no tuple, keeping the k-group's concrete fields). Steps:
 4. *output check* -- the constraints, the domains and distinctness are checked again on the
    whole output (:func:`check_output`); the release is of kind ``synthetic``.
 
-The program is the user's own code and runs with the user's rights (see
-:mod:`~anonkit.testdata.workers` for what the workers guard against; it is not a sandbox).
+The program is the user's own code and runs with the user's rights, in worker processes
+only (its top level included): see :mod:`~anonkit.testdata.workers` for the guard, which
+stops accidents, not an adversary.
 """
 
 from __future__ import annotations

@@ -12,7 +12,10 @@ unpicklable crosses a process boundary. Two copies are loaded:
   symbolic values (:data:`anonkit.testdata.symbolic.NAMESPACE`). Helper functions defined
   in the same file are instrumented with it.
 
-The program is the user's own code and runs with the user's rights: it is not sandboxed.
+The program is the user's own code and runs with the user's rights. Its top level runs when
+a copy is loaded: :func:`load` runs each copy under the ``guard`` it is given, which is how
+the worker processes put loading under the same guard and time limit as a run
+(:mod:`anonkit.testdata.workers`); the parent process never loads the program.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import inspect
 import sys
 import types
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -93,18 +97,21 @@ class LoadedProgram:
     parameters: tuple[str, ...]
 
 
-def load(ref: ProgramRef) -> LoadedProgram:
-    """Load both copies of the function; an InputError when the file or name is wrong."""
+def load(ref: ProgramRef,
+         guard: Callable[[], AbstractContextManager[object]] = nullcontext) -> LoadedProgram:
+    """Load both copies of the function, each one's top level run inside ``guard()``; an
+    InputError when the file or name is wrong or the top level raises an ``Exception``
+    (other exceptions, such as the guard's refusals and time-outs, pass through)."""
     path = Path(ref.path)
     try:
         source = path.read_text(encoding="utf-8")
         tree = ast.parse(source, filename=str(path))
     except (OSError, UnicodeDecodeError, SyntaxError) as exc:
         raise InputError(f"cannot read the program {path}: {exc}") from None
-    plain = _module(path, compile(tree, str(path), "exec"), "plain", {})
+    plain = _module(path, compile(tree, str(path), "exec"), "plain", {}, guard)
     changed = ast.fix_missing_locations(_Membership().visit(ast.parse(source, str(path))))
     instrumented = _module(path, compile(changed, str(path), "exec"), "instrumented",
-                           NAMESPACE)
+                           NAMESPACE, guard)
     fn = getattr(plain, ref.function, None)
     if not callable(fn):
         raise InputError(f"{path} defines no function {ref.function!r}")
@@ -117,8 +124,8 @@ def load(ref: ProgramRef) -> LoadedProgram:
     return LoadedProgram(ref, fn, getattr(instrumented, ref.function), names)
 
 
-def _module(path: Path, code: types.CodeType, flavour: str,
-            namespace: dict[str, object]) -> types.ModuleType:
+def _module(path: Path, code: types.CodeType, flavour: str, namespace: dict[str, object],
+            guard: Callable[[], AbstractContextManager[object]]) -> types.ModuleType:
     name = f"anonkit_subject_{flavour}_{abs(hash(str(path)))}"
     module = types.ModuleType(name)
     module.__file__ = str(path)
@@ -129,8 +136,9 @@ def _module(path: Path, code: types.CodeType, flavour: str,
         sys.path.insert(0, folder)
     sys.modules[name] = module
     try:
-        exec(code, module.__dict__)
+        with guard():
+            exec(code, module.__dict__)
     except Exception as exc:
-        raise InputError(f"loading the program {path} failed: {type(exc).__name__}: {exc}"
+        raise InputError(f"its top level ({path}) raised {type(exc).__name__}: {exc}"
                          ) from None
     return module

@@ -55,7 +55,8 @@ def render_html(result: TestData, program: str) -> str:
 <tr><th>time</th><td>{result.timings['total']:.2f} s (tracing
 {stats['tracing_tuples_per_second']:.0f} tuples/s)</td></tr>
 </table>
-<p>The program ran with your own rights: it is not sandboxed.</p>
+<p>The program ran with your own rights in guarded worker processes; the guard stops
+accidents, not an adversary (it is not a sandbox).</p>
 <h2>Buckets</h2>
 <table><tr><th>#</th><th>path condition</th><th>|B|</th><th>released</th>
 <th>reason</th><th>pinned fields</th></tr>
