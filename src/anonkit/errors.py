@@ -9,6 +9,11 @@ class AnonkitError(Exception):
     exit_code = 1
 
 
+class AnonkitWarning(UserWarning):
+    """Base class of anonkit's warnings: the command line prints each as one
+    ``warning:`` line."""
+
+
 class InputError(AnonkitError, ValueError):
     """Bad input: the message names the culprit (column, row, value) and what to do."""
 

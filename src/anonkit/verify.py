@@ -15,6 +15,7 @@ both: a release that fails its models is never written.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -24,6 +25,12 @@ import pyarrow as pa
 
 from anonkit._util.grouping import group_rows
 from anonkit.checker import CheckReport, check
+from anonkit.data.formulas import (
+    FormulaCellsWarning,
+    formula_cells,
+    formula_warning,
+    neutralized,
+)
 from anonkit.data.write import output_format, to_arrow, write_table
 from anonkit.errors import InputError, ModelNotMetError
 from anonkit.release import Provenance, Release, ReleaseKind, Verification, auxiliary_path
@@ -107,7 +114,8 @@ def write_release(release: Release, path: str | Path, fmt: str | None = None, *,
           unchanged: pa.Table | None = None, column_order: Sequence[str] | None = None,
           verbatim: bool = False, accept_heuristic: bool = False,
           forbidden: Sequence[str] = (),
-          auxiliary_paths: Mapping[str, Path] | None = None) -> Path:
+          auxiliary_paths: Mapping[str, Path] | None = None,
+          neutralize_formulas: bool = False) -> Path:
     """Write ``release`` atomically (temp file + rename) after the boundary check
     (:func:`anonkit.verify.verify_release`); refused unless every model holds.
 
@@ -120,6 +128,10 @@ def write_release(release: Release, path: str | Path, fmt: str | None = None, *,
     tables are written beside the file as ``<stem>.<name>.csv`` (or ``.parquet``), or
     to ``auxiliary_paths[name]``; first, so that a failure leaves no release without
     them (they are removed again if the release cannot be written).
+
+    A CSV release holding cells a spreadsheet would run as formulas is written with a
+    :class:`~anonkit.data.formulas.FormulaCellsWarning`, or, ``neutralize_formulas``, with a
+    leading ``'`` in those cells (:mod:`anonkit.data.formulas`).
     """
     verify_release(release)
     release.require_passed(accept_heuristic)
@@ -139,6 +151,12 @@ def write_release(release: Release, path: str | Path, fmt: str | None = None, *,
         table = pa.table({name: columns[name] for name in order if name in columns})
     target = Path(path)
     fmt = output_format(target, fmt)  # the auxiliary tables take the release's format
+    if fmt == "csv":
+        counts = formula_cells(table)
+        if counts and neutralize_formulas:
+            table = neutralized(table)
+        elif counts:
+            warnings.warn(FormulaCellsWarning(formula_warning(counts)), stacklevel=2)
     written: list[Path] = []
     try:
         for name, aux in release.auxiliary.items():

@@ -17,6 +17,7 @@ from anonkit.cli.common import (
     given_method_options,
     load_config,
     method_options,
+    neutralize_option,
     order_option,
     reading_given,
     reading_options,
@@ -43,13 +44,15 @@ from anonkit.cli.common import (
 @click.option("-v", "--verbose", is_flag=True, help="Print every metric, not only a summary.")
 @click.option("--mkdir", is_flag=True,
               help="Create the output's folder (and the report's) when it does not exist.")
+@neutralize_option
 @engine_options
 def anonymize(input_path: str | None, output: str | None, config_path: Path | None,
               qi: str | None, sensitive: str | None, identifiers: str | None,
               hierarchies: tuple[str, ...], kinds: tuple[str, ...], insensitive: str | None,
               drop: str | None, method: str | None, shuffle: bool | None,
               report: Path | None, as_json: bool, verbose: bool,
-              mkdir: bool, engine: str | None, workers: int | None, scheduler: str | None,
+              mkdir: bool, neutralize_formulas: bool, engine: str | None,
+              workers: int | None, scheduler: str | None,
               **method_values: object) -> None:
     """Anonymize INPUT with a one-shot method (default: Mondrian) and write a verified
     release to OUTPUT."""
@@ -67,7 +70,8 @@ def anonymize(input_path: str | None, output: str | None, config_path: Path | No
         } | reading_given(method_values)
         for key in READING_PARAMETERS:
             method_values.pop(key, None)
-        job = jobs.job_from(load_config(config_path), given | {"mkdir": mkdir or None},
+        job = jobs.job_from(load_config(config_path), given | {
+            "mkdir": mkdir or None, "neutralize_formulas": neutralize_formulas or None},
                             given_method_options(method_values))
         if jobs.dask_chosen(job):
             outcome = jobs.anonymize_on_dask(job, not as_json and sys.stderr.isatty())

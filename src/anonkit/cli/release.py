@@ -32,12 +32,13 @@ from anonkit.cli.common import (
     given_method_options,
     load_config,
     method_options,
+    neutralize_option,
     order_option,
     reading_given,
     reading_options,
     role_options,
 )
-from anonkit.errors import AnonkitError
+from anonkit.errors import AnonkitError, AnonkitWarning
 
 if TYPE_CHECKING:
     from anonkit.jobs import ReleaseInfo
@@ -184,6 +185,7 @@ def release() -> None:
 @click.option("--json", "as_json", is_flag=True,
               help="Print the published release (its history row and its utility figures) "
                    "as JSON; a refused one's findings.")
+@neutralize_option
 @_judgement_options("Publish", "count as exposed")
 @_history_options
 @_errors
@@ -194,6 +196,7 @@ def publish_cmd(input_path: Path | None, dataset: str | None, key: str | None,
                 output: Path | None, allow_breach: bool, new_lineage: bool, history: str,
                 secret_file: Path | None, insensitive: str | None = None,
                 drop: str | None = None, as_json: bool = False,
+                neutralize_formulas: bool = False,
                 exact_seconds: float = jobs.EXACT_SECONDS, accept_tampered: bool = False,
                 **method_values: object) -> None:
     """Anonymize INPUT and publish it as the next release of --dataset. Every column needs
@@ -203,7 +206,8 @@ def publish_cmd(input_path: Path | None, dataset: str | None, key: str | None,
              "output": str(output) if output else None, "dataset": dataset, "key": key,
              "quasi_identifiers": qi, "sensitive": sensitive, "identifiers": identifiers,
              "insensitive": insensitive, "drop": drop, "method": method,
-             "hierarchy_pairs": hierarchies, "kind_pairs": kinds} | reading_given(method_values)
+             "hierarchy_pairs": hierarchies, "kind_pairs": kinds,
+             "neutralize_formulas": neutralize_formulas or None} | reading_given(method_values)
     for name in READING_PARAMETERS:
         method_values.pop(name, None)
     cli_options = given_method_options(method_values)
@@ -238,7 +242,7 @@ def publish_cmd(input_path: Path | None, dataset: str | None, key: str | None,
                 raise
     finally:
         for w in caught:
-            if issubclass(w.category, jobs.GateOverriddenWarning):
+            if issubclass(w.category, jobs.GateOverriddenWarning | AnonkitWarning):
                 click.echo(f"warning: {w.message}", err=True)
             else:
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)

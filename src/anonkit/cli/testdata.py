@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from anonkit.cli.common import run_body
+from anonkit.cli.common import neutralize_option, run_body
 
 
 @click.command("testdata")
@@ -29,6 +29,7 @@ from anonkit.cli.common import run_body
 @click.option("-o", "--output", required=True, help="Where to write the tuples (.csv, .parquet).")
 @click.option("--report", type=click.Path(path_type=Path), help="Write an HTML report here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@neutralize_option
 @click.option("--seed", type=int, help="Seed the random choices (tests only).")
 @click.option("--type", "types", multiple=True, metavar="COLUMN=TYPE",
               help="Declare a field's type: bool, int, float or str (repeatable).")
@@ -51,7 +52,8 @@ from anonkit.cli.common import run_body
               help="Branch decisions allowed per path (bounds data-dependent loops).")
 @click.option("--workers", type=int, help="Worker processes (default 2).")
 def testdata(program: str, data_path: str, k: int, option: str, output: str,
-             report: Path | None, as_json: bool, seed: int | None, types: tuple[str, ...],
+             report: Path | None, as_json: bool, neutralize_formulas: bool,
+             seed: int | None, types: tuple[str, ...],
              pf_scope: str, opt_out: str, field_choice: str, it_mode: str, time_limit: float,
              max_decisions: int, workers: int | None) -> None:
     """Release test data that drives PROGRAM down the same paths as the raw tuples
@@ -82,7 +84,8 @@ def testdata(program: str, data_path: str, k: int, option: str, output: str,
             workers=workers)
         if as_json:
             click.echo(json.dumps(result.to_dict(), indent=2, default=str))
-        jobs.write_testdata(result, output, report=report, program=program)
+        jobs.write_testdata(result, output, report=report, program=program,
+                            neutralize_formulas=neutralize_formulas)
         if not as_json:
             click.echo(f"released {len(result.release.data)} tuples for "
                        f"{sum(1 for b in result.buckets if b.released)} of "

@@ -60,7 +60,7 @@ import pandas as pd
 from anonkit import methods
 from anonkit._util.files import NamedPath, fsync_directory, refuse_collisions, sha256_file
 from anonkit.data.schema import Schema
-from anonkit.errors import HistoryError, InputError
+from anonkit.errors import ConcurrentPublishError, HistoryError, InputError
 from anonkit.history.attacks import ADVERSARIES, CrossReleaseBreachError, judge
 from anonkit.history.engines import engine_for
 from anonkit.history.engines.context import PublishContext, PublishRequest
@@ -102,7 +102,8 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
             new_lineage: bool = False, shuffle: bool = True, shuffle_seed: int | None = None,
             exact_seconds: float = EXACT_SECONDS,
             timings: dict[str, float] | None = None,
-            metrics: dict[str, float] | None = None) -> ReleaseInfo:
+            metrics: dict[str, float] | None = None,
+            neutralize_formulas: bool = False) -> ReleaseInfo:
     """Anonymize ``df`` with ``request.method`` and publish it to ``output`` as the next
     release of ``request.dataset``, atomically with its history row (see the module).
 
@@ -137,6 +138,7 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
     gate, and packing the knowledge to keep), ``write`` (the file), ``hash`` (of the file),
     ``record`` (the history transaction), ``rename``. ``metrics``, when given, receives
     the release's utility and risk figures (the history keeps verdicts, not these).
+    ``neutralize_formulas``: see :func:`anonkit.verify.write_release`.
     """
     clock = _Clock(timings)
     output = Path(output).absolute()
@@ -211,7 +213,8 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
         for path in (tmp, *aux_tmp.values()):
             files.reserve(path)  # mode 0600: the release keeps it
         write_release(result, tmp, fmt=fmt, accept_heuristic=accept_heuristic,
-                     forbidden=[request.key], auxiliary_paths=aux_tmp)
+                      forbidden=[request.key], auxiliary_paths=aux_tmp,
+                      neutralize_formulas=neutralize_formulas)
         clock.lap("write")
         release.content_hash = sha256_file(tmp)
         release.file_size = tmp.stat().st_size
@@ -512,9 +515,10 @@ def _refuse_overtaken(store: HistoryStore, dataset: str, seq: int) -> None:
     refuses it too; this says why, in the user's words.)"""
     latest = store.latest(dataset)
     if latest is not None and latest.seq >= seq:
-        raise HistoryError(f"another publish committed release {latest.seq} of {dataset!r} "
-                           f"while this one ran; nothing was written. Publish again: the "
-                           f"gate then judges this release with that one")
+        raise ConcurrentPublishError(
+            f"another publish committed release {latest.seq} of {dataset!r} while this one "
+            f"ran; nothing was written. Publish again: the gate then judges this release "
+            f"with that one")
 
 
 def check_publish(df: pd.DataFrame, request: PublishRequest, output: Path) -> None:

@@ -157,7 +157,8 @@ def _anonymize_locally(job: Job, step: Progress, command: str | None,
         with step("writing", len(df)):
             t0 = time.perf_counter()
             write_release(result, output, unchanged=unchanged, verbatim=verbatim,
-                          column_order=table.column_names, accept_heuristic=accept_heuristic)
+                          column_order=table.column_names, accept_heuristic=accept_heuristic,
+                          neutralize_formulas=bool(job.get("neutralize_formulas")))
             result.timings["write"] = time.perf_counter() - t0
         if pending_report is not None and report is not None:
             fill_release_digest(pending_report, sha256_file(output))

@@ -33,7 +33,7 @@ JOB_FIELDS: dict[str, object] = {
     "kinds": dict[str, str], "separator": str, "shuffle": bool, "mkdir": bool,
     "header": bool, "names": TEXTS, "na_values": TEXTS, "skipinitialspace": bool,
     "encoding": str, "orders": dict[str, TEXTS],
-    "engine": str, "workers": int, "scheduler": str,
+    "engine": str, "workers": int, "scheduler": str, "neutralize_formulas": bool,
 }
 JOB_KEYS = frozenset(JOB_FIELDS)
 #: the keys a publish job file has beside the anonymize job's, with their types

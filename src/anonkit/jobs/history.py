@@ -90,6 +90,9 @@ class PublishJob:
     frame: pd.DataFrame
     request: PublishRequest
     output: Path
+    #: write cells a spreadsheet would run as formulas with a leading ' (see
+    #: :mod:`anonkit.data.formulas`)
+    neutralize_formulas: bool = False
 
 
 @dataclass(frozen=True)
@@ -264,7 +267,8 @@ class History:
             return publish(self._store, job.frame, job.request, job.output,
                            allow_breach=allow_breach, accept_heuristic=accept_heuristic,
                            new_lineage=new_lineage, metrics=metrics,
-                           exact_seconds=exact_seconds)
+                           exact_seconds=exact_seconds,
+                           neutralize_formulas=job.neutralize_formulas)
         except BaseException:
             if creating and sqlite is not None and not self._store.releases():
                 self.close()
@@ -402,7 +406,7 @@ def read_publish_job(job: Job, *, history: PathText,
     dropped = [name for name, role in roles.items() if role == "drop"]
     if dropped:
         df = df.drop(columns=dropped)
-    return PublishJob(df, request, target)
+    return PublishJob(df, request, target, bool(job.get("neutralize_formulas")))
 
 
 # -- test data -------------------------------------------------------------------------------

@@ -48,10 +48,11 @@ def generate_testdata(program: str, data: PathText, k: int, option: str = "P-T",
 
 
 def write_testdata(result: TestData, output: PathText, *, report: PathText | None = None,
-                   program: str = "") -> Path:
+                   program: str = "", neutralize_formulas: bool = False) -> Path:
     """Write the released tuples of ``result``, then its HTML report when ``report`` is
     given (``program``: the ``FILE.py:FUNCTION`` it is about); an :class:`InputError`
-    (nothing written) when none could be released."""
+    (nothing written) when none could be released. ``neutralize_formulas``: see
+    :func:`anonkit.verify.write_release`."""
     if len(result.release.data) == 0:
         reasons = sorted({b.reason for b in result.buckets if b.reason})
         raise InputError(f"no tuple could be released (nothing written): "
@@ -61,7 +62,7 @@ def write_testdata(result: TestData, output: PathText, *, report: PathText | Non
         # a float column whose values happen to be whole would read back as integers
         release.data = release.data.apply(
             lambda c: c.map(lambda v: repr(float(v))) if c.dtype.kind == "f" else c)
-    written = write_release(release, output)
+    written = write_release(release, output, neutralize_formulas=neutralize_formulas)
     if report is not None:
         try:
             write_testdata_html(result, program, report)
