@@ -33,7 +33,8 @@ def run(*args: object) -> tuple[int, str]:
 def table(tmp_path: Path) -> Path:
     notes = [PAYLOAD, "-3", "+1.5e3", "@SUM(A1)", "\tx", "fine", "-x", "=1+1"] * 3
     pd.DataFrame({"pid": [f"p{i}" for i in range(len(notes))],
-                  "age": [20 + i for i in range(len(notes))], "note": notes}).to_csv(
+                  "age": [20 + i for i in range(len(notes))], "note": notes,
+                  "team": ["=HYPERLINK(x)"] * len(notes)}).to_csv(
         tmp_path / "in.csv", index=False)
     return tmp_path / "in.csv"
 
@@ -45,11 +46,12 @@ def written_notes(path: Path) -> list[str]:
 
 def test_formula_cells_are_warned_of_and_written_as_they_are(tmp_path: Path) -> None:
     source = table(tmp_path)
-    code, output = run("anonymize", source, "-o", tmp_path / "r.csv", "--qi", "age", "--id",
-                       "pid", "--insensitive", "*", "-k", "3")
+    code, output = run("anonymize", source, "-o", tmp_path / "r.csv", "--qi", "age,team",
+                       "--id", "pid", "--insensitive", "*", "-k", "3")
     assert code == 0, output
     warning = [line for line in output.splitlines() if line.startswith("warning: ")]
-    assert len(warning) == 1 and "15 cell(s) in 'note'" in warning[0], output
+    # the released label of a quasi-identifier too (a dictionary-encoded column)
+    assert len(warning) == 1 and "39 cell(s) in 'note', 'team'" in warning[0], output
     assert "--neutralize-formulas" in warning[0] and "cmd" not in warning[0]
     assert sorted(written_notes(tmp_path / "r.csv")) == sorted(pd.read_csv(
         source, keep_default_na=False)["note"])
@@ -57,8 +59,8 @@ def test_formula_cells_are_warned_of_and_written_as_they_are(tmp_path: Path) -> 
 
 def test_neutralized_cells_get_a_leading_quote_and_numbers_stay(tmp_path: Path) -> None:
     source = table(tmp_path)
-    for command in (["anonymize", source, "-o", tmp_path / "r.csv", "--qi", "age", "--id",
-                     "pid", "--insensitive", "*", "-k", "3"],
+    for command in (["anonymize", source, "-o", tmp_path / "r.csv", "--qi", "age,team",
+                     "--id", "pid", "--insensitive", "*", "-k", "3"],
                     ["release", "publish", source, "--history", tmp_path / "h.db",
                      "--dataset", "d", "--key", "pid", "--qi", "age", "--insensitive", "*",
                      "-k", "3", "-o", tmp_path / "p.csv"]):
@@ -68,7 +70,9 @@ def test_neutralized_cells_get_a_leading_quote_and_numbers_stay(tmp_path: Path) 
         notes = set(written_notes(tmp_path / name))
         assert notes == {"'" + PAYLOAD, "-3", "+1.5e3", "'@SUM(A1)", "'\tx", "fine", "'-x",
                          "'=1+1"}, name
-    code, output = run("check", tmp_path / "r.csv", "--qi", "age", "-k", "3")
+    with (tmp_path / "r.csv").open(newline="", encoding="utf-8") as f:
+        assert {row["team"] for row in csv.DictReader(f)} == {"'=HYPERLINK(x)"}
+    code, output = run("check", tmp_path / "r.csv", "--qi", "age,team", "-k", "3")
     assert code == 0, output
 
 

@@ -19,34 +19,53 @@ class FormulaCellsWarning(AnonkitWarning):
     """A release holds cells a spreadsheet would run as formulas."""
 
 
-def _formula_mask(column: pa.ChunkedArray) -> pa.ChunkedArray | None:
-    if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
-        return None
-    starts = pc.match_substring_regex(column, FORMULA_START)
-    number = pc.match_substring_regex(column, PLAIN_NUMBER)
+def _text_mask(values: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    starts = pc.match_substring_regex(values, FORMULA_START)
+    number = pc.match_substring_regex(values, PLAIN_NUMBER)
     return pc.fill_null(pc.and_(starts, pc.invert(number)), False)
 
 
+def _is_text(kind: pa.DataType) -> bool:
+    return pa.types.is_string(kind) or pa.types.is_large_string(kind)
+
+
 def formula_cells(table: pa.Table) -> dict[str, int]:
-    """Per text column of ``table``, how many of its cells a spreadsheet would run as
-    formulas (columns with none left out)."""
+    """Per text column of ``table`` (plain or dictionary-encoded, as released labels are),
+    how many of its cells a spreadsheet would run as formulas (columns with none left
+    out). A dictionary is judged once per distinct value, then counted through the
+    indices."""
     counts: dict[str, int] = {}
     for name, column in zip(table.column_names, table.columns, strict=True):
-        mask = _formula_mask(column)
-        if mask is not None:
-            n = int(pc.sum(mask).as_py() or 0)
-            if n:
-                counts[name] = n
+        n = 0
+        if _is_text(column.type):
+            n = int(pc.sum(_text_mask(column)).as_py() or 0)
+        elif pa.types.is_dictionary(column.type) and _is_text(column.type.value_type):
+            for chunk in column.chunks:
+                marked = _text_mask(chunk.dictionary)
+                if pc.any(marked).as_py():
+                    hits = pc.fill_null(pc.take(marked, chunk.indices), False)
+                    n += int(pc.sum(hits).as_py() or 0)
+        if n:
+            counts[name] = n
     return counts
 
 
+def _quoted(values: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    return pc.if_else(_text_mask(values), pc.binary_join_element_wise("'", values, ""),
+                      values)
+
+
 def neutralized(table: pa.Table) -> pa.Table:
-    """``table`` with a ``'`` before every cell a spreadsheet would run as a formula."""
+    """``table`` with a ``'`` before every cell a spreadsheet would run as a formula (a
+    dictionary's values changed in place: equal cells stay equal, distinct ones distinct)."""
     for i, column in enumerate(table.columns):
-        mask = _formula_mask(column)
-        if mask is not None and pc.any(mask).as_py():
-            quoted = pc.binary_join_element_wise("'", column, "")
-            table = table.set_column(i, table.field(i), pc.if_else(mask, quoted, column))
+        if _is_text(column.type):
+            table = table.set_column(i, table.field(i), _quoted(column))
+        elif pa.types.is_dictionary(column.type) and _is_text(column.type.value_type):
+            chunks = [pa.DictionaryArray.from_arrays(chunk.indices, _quoted(chunk.dictionary))
+                      for chunk in column.chunks]
+            table = table.set_column(i, table.field(i),
+                                     pa.chunked_array(chunks, type=column.type))
     return table
 
 
