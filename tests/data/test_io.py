@@ -14,7 +14,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from anonkit._util.files import atomic_write, refuse_collisions, system_error, write_atomic
+from anonkit._util.files import (
+    atomic_write,
+    refuse_collisions,
+    set_output_mode,
+    system_error,
+    write_atomic,
+)
 from anonkit.data import read as anonkit_read
 from anonkit.data import write as anonkit_write
 from anonkit.data.read import read_table, sniff_separator, table_format
@@ -296,7 +302,7 @@ def test_returns_numpy_backed_dtypes(tmp_path: Path) -> None:
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"input file not found: .*nope\.csv"):
         read_table(tmp_path / "nope.csv")
-    with pytest.raises(InputError, match="is a directory"):
+    with pytest.raises(InputError, match="is a folder"):
         read_table(tmp_path)
 
 
@@ -424,17 +430,28 @@ def test_atomic_write_cleans_up_on_error(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["report.json"]
 
 
-def test_atomic_write_keeps_permissions_and_uses_umask(tmp_path: Path) -> None:
+def test_atomic_write_is_the_owners_keeps_permissions_and_uses_umask(tmp_path: Path) -> None:
+    """A new output is 0600 (issue 21, item 11), or the mode set_output_mode gives less the
+    umask; a file replaced keeps its own mode."""
     target = tmp_path / "f.txt"
     with atomic_write(target) as tmp:
         tmp.write_text("1")
-    umask = os.umask(0)
-    os.umask(umask)
-    assert stat.S_IMODE(target.stat().st_mode) == 0o666 & ~umask
-    target.chmod(0o600)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    target.chmod(0o644)
     with atomic_write(target) as tmp:
         tmp.write_text("2")
-    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert stat.S_IMODE(target.stat().st_mode) == 0o644
+    umask = os.umask(0o027)
+    try:
+        set_output_mode("666")
+        with atomic_write(tmp_path / "g.txt") as tmp:
+            tmp.write_text("3")
+        assert stat.S_IMODE((tmp_path / "g.txt").stat().st_mode) == 0o640
+    finally:
+        set_output_mode(0o600)
+        os.umask(umask)
+    with pytest.raises(InputError, match="owner read and write"):
+        set_output_mode("444")
 
 
 def test_atomic_write_bad_destinations(tmp_path: Path) -> None:

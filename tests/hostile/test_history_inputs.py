@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from anonkit.cli import main
-from snapshots import snapshot
+from hostile.snapshots import snapshot
 
 
 def run(*args: object, env: dict[str, str] | None = None) -> tuple[int, str]:

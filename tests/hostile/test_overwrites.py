@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from anonkit.cli import main
-from snapshots import snapshot
+from hostile.snapshots import snapshot
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -171,27 +171,27 @@ COMMANDS = ["anonymize", "anonymize-huffman", "check", "publish", "publish-m-inv
             "audit"]
 
 
-@pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("template")
+def _owner_folder(folder: Path) -> None:
+    """A folder as a user has it: two tables and a history holding one release (r1.csv, with
+    its counterfeits table), made here (a history records its releases' absolute paths, so
+    a copied folder would hold unrecorded copies)."""
     people(60, 6).to_csv(folder / "in.csv", index=False)
     people(60, 7).to_csv(folder / "in.summaries.csv", index=False)
     assert publish(folder, "in.csv", "r1.csv", method="m-invariance")[0] == 0
-    return folder
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[
+@settings(max_examples=30, deadline=None, suppress_health_check=[
     HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(command=st.sampled_from(COMMANDS), source=st.sampled_from(["in.csv", "in.summaries.csv"]),
        output=st.sampled_from(NAMES), report=st.sampled_from([None, *NAMES]))
 def test_no_pair_of_names_overwrites_a_file_the_user_owns(
-        template: Path, tmp_path_factory: pytest.TempPathFactory, command: str, source: str,
+        tmp_path_factory: pytest.TempPathFactory, command: str, source: str,
         output: str, report: str | None) -> None:
     """Whatever the input, output and report are among the names of an input, the
     auxiliary stems, the history, its secret and journal and a recorded release, the
     input, the history, its secret and the recorded release are never changed."""
     folder = tmp_path_factory.mktemp("pair")
-    shutil.copytree(template, folder, dirs_exist_ok=True)
+    _owner_folder(folder)
     before = snapshot(folder)
     extra = ["--report", folder / report] if report is not None else []
     if command.startswith("anonymize"):
@@ -220,3 +220,14 @@ def test_no_pair_of_names_overwrites_a_file_the_user_owns(
     changed = [path for path, digest in before.items()
                if path in owned and after.get(path) != digest]
     assert not changed, (command, source, output, report, text)
+
+
+def test_a_job_file_is_never_written_over(tmp_path: Path) -> None:
+    people(40, 8).to_csv(tmp_path / "in.csv", index=False)
+    (tmp_path / "job.toml").write_text(
+        'input = "in.csv"\noutput = "o.csv"\nreport = "job.toml"\nquasi_identifiers = '
+        '["age"]\nidentifiers = ["pid"]\ninsensitive = "*"\nk = 3\n', encoding="utf-8")
+    before = snapshot(tmp_path)
+    refused(*run("anonymize", "--config", tmp_path / "job.toml"), "the report",
+            "is the job file")
+    assert snapshot(tmp_path) == before

@@ -67,6 +67,7 @@ def anonymize(input_path: str | None, output: str | None, config_path: Path | No
             "report": str(report) if report else None,
             "hierarchy_pairs": hierarchies, "kind_pairs": kinds,
             "engine": engine, "workers": workers, "scheduler": scheduler,
+            "job_file": str(config_path) if config_path else None,
         } | reading_given(method_values)
         for key in READING_PARAMETERS:
             method_values.pop(key, None)

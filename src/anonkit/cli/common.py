@@ -11,14 +11,15 @@ import os
 import shlex
 import sys
 import tomllib
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 import click
 
-from anonkit.errors import AnonkitError, InputError
+from anonkit.errors import AnonkitError, AnonkitWarning, InputError
 
 if TYPE_CHECKING:
     from anonkit.jobs import Option
@@ -74,7 +75,18 @@ class Progress:
 
 
 def run_body(body: Callable[[], int | None]) -> None:
-    """Run a command body, turning our errors into one-line messages and exit codes."""
+    """Run a command body, turning our errors into one-line messages and exit codes, and
+    our warnings into one ``warning:`` line each."""
+    shown = warnings.showwarning
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: TextIO | None = None, line: str | None = None) -> None:
+        if issubclass(category, AnonkitWarning):
+            click.echo(f"warning: {message}", err=True)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
     try:
         code = body() or 0
     except AnonkitError as exc:
@@ -89,6 +101,15 @@ def run_body(body: Callable[[], int | None]) -> None:
             raise
         sys.exit(1)
     sys.exit(code)
+
+
+#: ``--neutralize-formulas``, for every command that writes a CSV release
+neutralize_option = click.option(
+    "--neutralize-formulas", is_flag=True,
+    help="Write a cell that begins with =, +, -, @, a tab or a carriage return (and is no "
+         "plain number) with a leading ', so that a spreadsheet shows it as text instead "
+         "of running it as a formula (CSV injection). Without it such cells are written as "
+         "they are, with a warning.")
 
 
 def command_line() -> str:
@@ -113,11 +134,24 @@ def load_config(path: Path | None, table: str = "anonymize",
         raise InputError(f"config file {path} is not UTF-8; re-save it as UTF-8") from None
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"config file {path} is not valid TOML: {exc}") from None
+    except IsADirectoryError:
+        raise InputError(f"config file {path} is a folder; give the job file (a .toml file)"
+                         ) from None
+    except RecursionError:
+        raise InputError(f"config file {path} nests tables or lists too deeply to be a job "
+                         f"file; a job file has one level of keys") from None
+    except OSError as exc:
+        raise InputError(f"cannot read the config file {path}: {exc.strerror or exc}"
+                         ) from None
     if table in raw and len(raw) > 1:
         others = sorted(k for k in raw if k != table)
         raise InputError(f"config file {path}: the keys {', '.join(others)} stand outside the "
                          f"[{table}] table, where they would be ignored; move them into it "
                          f"(or drop the table header)")
+    if table in raw and not isinstance(raw[table], dict):
+        raise InputError(f"config file {path}: {table} must be a table of settings "
+                         f"([{table}] with key = value lines below it), got "
+                         f"{type(raw[table]).__name__}")
     config = dict(raw.get(table, raw))
     from anonkit import jobs
 
@@ -184,7 +218,7 @@ def role_options(fn: Callable[..., object]) -> Callable[..., object]:
 
 def reading_options(fn: Callable[..., object]) -> Callable[..., object]:
     """How to read the input file: --sep, --no-header, --names, --na-values,
-    --skipinitialspace, --encoding."""
+    --skipinitialspace, --encoding, --max-input-bytes."""
     return _stacked(fn, [
         click.option("--sep", "separator",
                      help="CSV separator (default: sniffed); several characters allowed, e.g. "
@@ -201,6 +235,10 @@ def reading_options(fn: Callable[..., object]) -> Callable[..., object]:
                      help="Drop the spaces after each separator, in every column."),
         click.option("--encoding", metavar="NAME",
                      help="The file's text encoding (default utf-8), e.g. latin-1."),
+        click.option("--max-input-bytes", "max_input_bytes", metavar="SIZE",
+                     help="The most bytes read from the input, a compressed file's counted "
+                          "as they decompress, e.g. 8G or 500M (default: twice this "
+                          "machine's memory). A larger input is refused."),
     ])
 
 
@@ -211,7 +249,7 @@ order_option = click.option(
 
 #: the parameters of :func:`reading_options` (and --order), as click passes them
 READING_PARAMETERS = ("separator", "no_header", "names", "na_values", "skipinitialspace",
-                      "encoding", "order_pairs")
+                      "encoding", "max_input_bytes", "order_pairs")
 
 
 def reading_given(values: Mapping[str, object]) -> dict[str, object]:
@@ -223,6 +261,7 @@ def reading_given(values: Mapping[str, object]) -> dict[str, object]:
         "na_values": list(values.get("na_values") or ()) or None,  # type: ignore[call-overload]
         "skipinitialspace": values.get("skipinitialspace"),
         "encoding": values.get("encoding"),
+        "max_input_bytes": values.get("max_input_bytes"),
         "order_pairs": values.get("order_pairs") or (),
     }
 

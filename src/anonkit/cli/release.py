@@ -207,7 +207,8 @@ def publish_cmd(input_path: Path | None, dataset: str | None, key: str | None,
              "quasi_identifiers": qi, "sensitive": sensitive, "identifiers": identifiers,
              "insensitive": insensitive, "drop": drop, "method": method,
              "hierarchy_pairs": hierarchies, "kind_pairs": kinds,
-             "neutralize_formulas": neutralize_formulas or None} | reading_given(method_values)
+             "neutralize_formulas": neutralize_formulas or None,
+             "job_file": str(config_path) if config_path else None} | reading_given(method_values)
     for name in READING_PARAMETERS:
         method_values.pop(name, None)
     cli_options = given_method_options(method_values)

@@ -6,6 +6,7 @@ import csv
 import io
 from pathlib import Path
 
+from anonkit.data.read import check_input_file
 from anonkit.errors import InputError
 from anonkit.hierarchy.base import Hierarchy
 
@@ -17,9 +18,9 @@ def read_arx_hierarchy(path: str | Path, name: str = "", delimiter: str = ";") -
     UTF-8 byte-order mark are tolerated.
     """
     path = Path(path)
-    if path.is_dir():
-        raise InputError(f"hierarchy file {path} is a folder; give the hierarchy's CSV file "
-                         f"(--hierarchy {name or 'column'}=FILE)")
+    # a folder, a pipe or a device (/dev/zero never ends) is refused as what it is
+    check_input_file(path, "hierarchy file",
+                     expected=f"the hierarchy's CSV file (--hierarchy {name or 'column'}=FILE)")
     try:
         text = path.read_bytes().decode("utf-8-sig")
     except FileNotFoundError:

@@ -15,6 +15,7 @@ from anonkit._util.options import as_list, parse_pairs
 from anonkit.checker import CheckReport, bind_models
 from anonkit.checker import check as check_table
 from anonkit.data.read import (
+    column_list,
     read_table,
     separator_hint,
     table_columns,
@@ -97,14 +98,15 @@ def check_file(path: PathText, quasi_identifiers: Columns, sensitive: Columns = 
         for name in columns:
             if name not in names:
                 raise InputError(f"unknown column {name!r} given as {role}; the table "
-                                 f"has: {', '.join(names)}{separator_hint(names)}")
+                                 f"has: {column_list(names)}{separator_hint(names)}")
     # released cells are labels: read as written, never as numbers, so values a float
     # would merge (big integers, 02139 and 2139) stay apart; only the columns judged,
     # as text of many distinct values (an identifier) is costly to read
     df = read_table(path, sep=separator, columns=list(dict.fromkeys(qis + sens + grouping)),
                     categorical_text=True, as_text=True, header=dialect.header,
                     names=dialect.names, na_values=dialect.na_values,
-                    skipinitialspace=dialect.skipinitialspace, encoding=dialect.encoding)
+                    skipinitialspace=dialect.skipinitialspace, encoding=dialect.encoding,
+                    max_input_bytes=dialect.max_input_bytes)
     outcome = check_table(df, qis, sens or None, chosen,
                           kinds={name: declared.get(name, Kind.CATEGORICAL) for name in sens},
                           group_column=group_column)

@@ -34,6 +34,7 @@ JOB_FIELDS: dict[str, object] = {
     "header": bool, "names": TEXTS, "na_values": TEXTS, "skipinitialspace": bool,
     "encoding": str, "orders": dict[str, TEXTS],
     "engine": str, "workers": int, "scheduler": str, "neutralize_formulas": bool,
+    "max_input_bytes": int | str,
 }
 JOB_KEYS = frozenset(JOB_FIELDS)
 #: the keys a publish job file has beside the anonymize job's, with their types

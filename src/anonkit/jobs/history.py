@@ -395,7 +395,8 @@ def read_publish_job(job: Job, *, history: PathText,
     df = read_table(source, sep=spec.get("separator"), header=dialect.header,
                     names=dialect.names, na_values=dialect.na_values,
                     text_columns=declared_text(job, list(spec.get("kinds") or {})),
-                    skipinitialspace=dialect.skipinitialspace, encoding=dialect.encoding)
+                    skipinitialspace=dialect.skipinitialspace, encoding=dialect.encoding,
+                    max_input_bytes=dialect.max_input_bytes)
     # refused before the history is opened: a refused first publish creates no history
     check_publish(df, request, target)
     key_column = spec["key"]

@@ -4,14 +4,18 @@ report) is imported, which takes about as long (see :func:`anonkit.jobs.common.r
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from anonkit._util.options import as_list
 from anonkit.data.read import (
     Dialect,
+    check_input_file,
+    column_list,
     first_data_line,
     read_arrow,
     separator_hint,
@@ -27,14 +31,16 @@ InputTable = tuple[pa.Table, list[str], bool, int | None]
 
 
 def job_dialect(job: Job) -> Dialect:
-    """How a job's input file is written: header, names, missing cells, spaces, encoding."""
+    """How a job's input file is written: header, names, missing cells, spaces, encoding;
+    and ``max_input_bytes``, the most bytes read from it (bytes, or a text such as ``8G``)."""
     names = job.get("names")
     return Dialect.of(
         header=job.get("header", True) is not False,
         names=None if names is None else values_list(names, "names"),
         na_values=job.get("na_values") or (),  # type: ignore[arg-type]
         skipinitialspace=bool(job.get("skipinitialspace")),
-        encoding=job.get("encoding"))  # type: ignore[arg-type]
+        encoding=job.get("encoding"),  # type: ignore[arg-type]
+        max_input_bytes=job.get("max_input_bytes"))  # type: ignore[arg-type]
 
 
 def column_roles(names: Sequence[str], job: Job, qis: Sequence[str]) -> dict[str, str]:
@@ -43,6 +49,7 @@ def column_roles(names: Sequence[str], job: Job, qis: Sequence[str]) -> dict[str
     hierarchy or kind describes a quasi-identifier or sensitive column, a generalization
     a quasi-identifier; on any other column it is an error too."""
     roles: dict[str, str] = {}
+    known = set(names)  # (not the list: a wide table would make the checks quadratic)
     insensitive: Any = job.get("insensitive") or []
     for role, columns in (("quasi-identifier", qis),
                           ("sensitive", as_list(job.get("sensitive"))),  # type: ignore[arg-type]
@@ -50,9 +57,9 @@ def column_roles(names: Sequence[str], job: Job, qis: Sequence[str]) -> dict[str
                           ("insensitive", [] if insensitive == "*" else insensitive),
                           ("drop", as_list(job.get("drop")))):  # type: ignore[arg-type]
         for name in columns:
-            if name not in names:
+            if name not in known:
                 raise InputError(f"unknown column {name!r} given as {role}; the table has: "
-                                 f"{', '.join(names)}{separator_hint(names)}")
+                                 f"{column_list(names)}{separator_hint(names)}")
             if name in roles and roles[name] != role:
                 raise InputError(f"column {name!r} is given two roles: {roles[name]} and "
                                  f"{role}; give it one")
@@ -73,7 +80,7 @@ def column_roles(names: Sequence[str], job: Job, qis: Sequence[str]) -> dict[str
                                  f"--qi{' or --sensitive' if len(allowed) > 1 else ''})")
     others = [name for name in names if name not in roles]
     if others and insensitive != "*":
-        raise InputError(f"column(s) with no role: {', '.join(others)}. Give every column a "
+        raise InputError(f"column(s) with no role: {column_list(others)}. Give every column a "
                          f"role: --qi, --sensitive, --id (dropped, an identifier), "
                          f"--insensitive (released unchanged) or --drop; --insensitive '*' "
                          f"releases all the others unchanged")
@@ -103,13 +110,15 @@ def read_job_input(job: Job, qis: list[str]) -> InputTable:
     sep: Any = job.get("separator")
     dialect = job_dialect(job)
     names = table_columns(source, sep, dialect=dialect)
+    check_hierarchy_files(job)
     named = {*qis, *as_list(job.get("sensitive")),  # type: ignore[arg-type]
              *as_list(job.get("identifiers")), *as_list(job.get("drop"))}  # type: ignore[arg-type]
     listed: Any = job.get("insensitive") or []
     insensitive = [name for name in names if name not in named] \
         if listed == "*" else list(listed)
     verbatim = table_format(source) == "csv" and table_format(str(job["output"])) == "csv"
-    text = [*([n for n in insensitive if n in names] if verbatim else ()),
+    known = set(names)
+    text = [*([n for n in insensitive if n in known] if verbatim else ()),
             *declared_text(job, names)]
     table = read_arrow(source, sep, text_columns=text, dictionary_text=True, dialect=dialect)
     roles = column_roles(names, job, qis)  # after reading: an unreadable file is told first
@@ -117,4 +126,40 @@ def read_job_input(job: Job, qis: list[str]) -> InputTable:
     if dropped:
         table = table.drop_columns(dropped)
     worked_on = [name for name in names if roles[name] not in ("insensitive", "drop")]
+    check_zoned_times(source, table, worked_on)
     return table, worked_on, verbatim, first_data_line(source, dialect)
+
+
+def check_hierarchy_files(job: Job) -> None:
+    """Refuse a hierarchy named by a path that is no readable file (``/dev/zero`` would be
+    read forever, a folder or a pipe misread) before the input is read: the job would stop
+    there after reading the whole input."""
+    hierarchies: Any = job.get("hierarchies") or {}
+    for column, file in hierarchies.items():
+        if isinstance(file, str | os.PathLike):
+            check_input_file(file, "hierarchy file",
+                             expected=f"an ARX hierarchy CSV file for {column!r}")
+
+
+def check_zoned_times(source: str, table: pa.Table, worked_on: Sequence[str]) -> None:
+    """Refuse a quasi-identifier or sensitive column of times with a time zone whose
+    offset from UTC changes within the column (daylight saving time): generalization puts
+    times on one scale, and such a column has none. (UTC and a fixed offset read as they
+    are.)"""
+    for name in worked_on:
+        kind = table.schema.field(name).type
+        if not pa.types.is_timestamp(kind) or kind.tz is None:
+            continue
+        column = table[name]
+        try:  # the offset of each time: its local wall-clock time minus the UTC instant
+            offsets = pc.subtract(pc.cast(pc.local_timestamp(column), pa.int64()),
+                                  pc.cast(column, pa.int64()))
+            why = "at different offsets from UTC (daylight saving time)" \
+                if pc.count_distinct(offsets).as_py() > 1 else None
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            why = "that this system's time zone database does not know"
+        if why is not None:
+            raise InputError(f"column {name!r} of {source} holds times in the time zone "
+                             f"{kind.tz} {why}, which anonkit cannot put on one scale; "
+                             f"convert the column to UTC, or to local times without a zone, "
+                             f"first")

@@ -56,6 +56,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from anonkit.errors import InputError
+from anonkit.testdata.confine import confine
 from anonkit.testdata.program import LoadedProgram, ProgramRef, load
 from anonkit.testdata.trace import PathKey
 
@@ -247,8 +248,6 @@ def initialize(ref: ProgramRef, limits: Limits) -> None:
 
 def _confine() -> str:
     try:
-        from anonkit.testdata.confine import confine
-
         return confine()
     except Exception as exc:  # never let the second layer stop the first
         return f"Landlock could not be applied ({type(exc).__name__})"
