@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = [
-    "check_output_path",
     "write_table",
 ]
 
@@ -254,14 +253,3 @@ def _csv_ready(table: pa.Table) -> pa.Table:
     return _with_columns(table, dates)
 
 
-def check_output_path(input_path: str | Path, output_path: str | Path) -> None:
-    """Refuse an output that is the input (same file by path, symlink or hard link):
-    the release would replace the original data."""
-    inp, out = Path(input_path), Path(output_path)
-    if inp.exists() and out.exists():
-        same = os.path.samefile(inp, out)
-    else:
-        same = inp.resolve() == out.resolve()
-    if same:
-        raise InputError(f"output {out} is the input file {inp}; writing would overwrite "
-                         f"the input, so choose another output path")
