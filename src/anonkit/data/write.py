@@ -251,5 +251,3 @@ def _csv_ready(table: pa.Table) -> pa.Table:
                 is not False:  # (a cast to date32 would silently drop a time of day)
             dates[i] = pc.cast(column, pa.date32())
     return _with_columns(table, dates)
-
-
