@@ -205,7 +205,12 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
     # again: releases may have been recorded meanwhile (and with the tables the method made)
     refuse_history_output(release_writes(output, tuple(result.auxiliary)), store)
     _remove_orphans(output, store)
-    files = PublishFiles(output.parent)
+    try:
+        files = PublishFiles(output.parent)
+    except OSError as exc:  # a folder that refuses writes even where access() said yes
+        raise InputError(f"cannot write to the output folder {output.parent}: "
+                         f"{(exc.strerror or str(exc)).lower()}; choose another folder"
+                         ) from None
     tmp = files.path(output.name)
     aux_tmp = {name: files.path(f"{output.name}.{name}") for name in result.auxiliary}
     committed = renamed = False

@@ -948,7 +948,10 @@ def _create_sqlite(location: HistoryLocation, secret: bytes | str | None,
                                             beside=secret_path_beside(path))
     if given is None:
         assert new_secret_path is not None
-        given = create_secret_file(new_secret_path)
+        try:
+            given = create_secret_file(new_secret_path)
+        except OSError as exc:  # a folder that refuses writes even where access() said yes
+            raise _cannot_create(path, exc) from None
     draft_path: Path | None = None
     try:
         with atomic_write(path, mode=0o600, exclusive=True,
@@ -967,7 +970,8 @@ def _create_sqlite(location: HistoryLocation, secret: bytes | str | None,
 
 
 def _cannot_create(path: Path, exc: OSError) -> HistoryError:
-    return HistoryError(f"cannot create the history {path}: {exc.strerror or exc}")
+    return HistoryError(f"cannot create the history {path}: "
+                        f"{(exc.strerror or str(exc)).lower()}; choose another folder")
 
 
 def _ensure_pg_schema(location: HistoryLocation, create: bool) -> bool:
