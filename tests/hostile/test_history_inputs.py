@@ -7,6 +7,7 @@ created or changed."""
 from __future__ import annotations
 
 import hashlib
+import importlib
 import os
 import warnings
 from pathlib import Path
@@ -211,3 +212,39 @@ def test_hostile_command_lines_are_one_line_each(table: Path) -> None:
                        folder / "h.db")
     assert code == 2 and "99999999999999999999 is not in the range" in output, output
     assert snapshot(folder) == before
+
+
+def test_a_publish_overtaken_by_another_says_so(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Item 14: the loser of two concurrent publishes was told "release 2 comes after
+    release 2". Another publish is made to commit between this one's start and its gate."""
+    from anonkit.errors import ConcurrentPublishError
+    from anonkit.history import HistoryStore
+    from history_helpers import make_request, people
+
+    # (the package's ``publish`` is the function: take the module itself)
+    publishing = importlib.import_module("anonkit.history.publish")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        store = HistoryStore.open(tmp_path / "h.db", create=True)
+    try:
+        df = people(np.arange(60))
+        publishing.publish(store, df, make_request(), tmp_path / "r1.csv")
+        check_rekey = publishing.check_rekey
+
+        def overtaken(*args: object, **kwargs: object) -> object:
+            monkeypatch.setattr(publishing, "check_rekey", check_rekey)
+            publishing.publish(store, df, make_request(), tmp_path / "other.csv",
+                               allow_breach=True)
+            return check_rekey(*args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(publishing, "check_rekey", overtaken)
+        with pytest.raises(ConcurrentPublishError,
+                           match=r"another publish committed release 2 of 'census' while this "
+                                 r"one ran; nothing was written"):
+            publishing.publish(store, df, make_request(), tmp_path / "r2.csv",
+                               allow_breach=True)
+        assert [r.seq for r in store.releases("census")] == [1, 2]
+        assert not (tmp_path / "r2.csv").exists()
+    finally:
+        store.close()
