@@ -38,6 +38,7 @@ from oracles.compression_release import (
     parse_label,
     summarises,
 )
+from written_files import read_csv
 
 SENSITIVE = "vote"
 
@@ -89,13 +90,6 @@ def write_input(case: Case, path: Path) -> None:
         for i in range(case.n):
             out.writerow([f"P{i:03d}", *(str(case.qis[q][i]) for q in case.qis),
                           case.votes[i]])
-
-
-def read_csv(path: Path) -> tuple[list[str], list[dict[str, str]]]:
-    with path.open(newline="") as f:
-        reader = csv.DictReader(f)
-        rows = list(reader)
-        return list(reader.fieldnames or []), rows
 
 
 def run(case: Case, folder: Path) -> tuple[int, str, Path]:

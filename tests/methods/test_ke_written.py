@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from anonkit.cli import main
 from oracles.ke import reference_partition
+from written_files import read_csv
 
 SENSITIVE = "salary"
 
@@ -86,13 +87,6 @@ def write_input(case: Case, path: Path) -> None:
         for i in range(case.n):
             out.writerow([f"P{i:03d}", *(case.qis[q][i] for q in case.qis),
                           money(case.cents[i], case.decimals)])
-
-
-def read_csv(path: Path) -> tuple[list[str], list[dict[str, str]]]:
-    with path.open(newline="") as f:
-        reader = csv.DictReader(f)
-        rows = list(reader)
-        return list(reader.fieldnames or []), rows
 
 
 def run_ke(case: Case, folder: Path) -> tuple[int, str, Path]:
