@@ -30,6 +30,7 @@ __version__ = "0.1.0"
 
 _LAZY = {
     "anonymize": ("anonkit.jobs", "anonymize"),
+    "risk": ("anonkit.jobs", "risk"),
     "History": ("anonkit.jobs", "History"),
     "Hierarchy": ("anonkit.hierarchy", "Hierarchy"),
     "read_arx_hierarchy": ("anonkit.hierarchy", "read_arx_hierarchy"),

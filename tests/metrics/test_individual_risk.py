@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from anonkit._util.grouping import group_rows
 from anonkit.errors import InputError
-from anonkit.metrics.individual import individual_risk
+from anonkit.metrics.individual import household_risk, individual_risk
 
 # sdcMicro's sample_Data (column-major in R): keys A, B, C and the weight
 A = [2, 3, 2, 2, 3, 3, 1, 2]
@@ -84,3 +84,14 @@ def test_each_record_has_its_formula_and_risk_stays_in_bounds(
         assert 0.0 <= found.risk[i] <= 1.0 + 1e-12
         # never above the prosecutor's 1/f: the population holds at least the sample
         assert found.risk[i] <= 1 / f + 1e-12
+
+
+def test_household_risk_is_the_chance_one_member_is_reidentified() -> None:
+    """sdcMicro's hierarchical risk, 1 - prod(1 - r), computed by hand."""
+    risk = np.array([0.1, 0.2, 0.5, 1.0, 0.0])
+    found = household_risk(risk, np.array([0, 0, 1, 2, 1]))
+    first = 1 - 0.9 * 0.8
+    assert found.risk == pytest.approx([first, first, 0.5, 1.0, 0.5])
+    assert found.expected_reidentifications == pytest.approx(2 * first + 0.5 + 1.0 + 0.5)
+    with pytest.raises(InputError, match="one household per record"):
+        household_risk(risk, np.array([0, 1]))

@@ -29,6 +29,7 @@ class LazyGroup(click.Group):
         "demo": ("anonkit.cli.demo", "demo"),
         "methods": ("anonkit.cli.methods", "methods_cmd"),
         "release": ("anonkit.cli.release", "release"),
+        "risk": ("anonkit.cli.risk", "risk"),
         "testdata": ("anonkit.cli.testdata", "testdata"),
     }
 

@@ -77,6 +77,9 @@ _WHERE = {
     "reading_qis": "anonkit.jobs.common",
     "set_output_mode": "anonkit._util.files",
     "records_text": "anonkit.jobs.history",
+    "risk": "anonkit.jobs.reidentification",
+    "risk_file": "anonkit.jobs.reidentification",
+    "RiskReport": "anonkit.jobs.reidentification",
     "write_testdata": "anonkit.jobs.testdata",
 }
 

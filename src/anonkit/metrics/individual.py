@@ -14,7 +14,9 @@ posterior mean of ``1/F`` given the sample (a negative binomial model), approxim
 
 Without weights the sample is the population and the risk is ``1 / f_k`` (prosecutor). The
 **global risk** is the expected number of re-identifications, the sum of the individual
-risks, and its share of the records. Everything is vectorised over classes.
+risks, and its share of the records. A **household's risk** (sdcMicro's hierarchical risk) is
+the chance that at least one of its members is re-identified, ``1 - prod(1 - r_i)``, which
+every member takes. Everything is vectorised over classes and households.
 """
 
 from __future__ import annotations
@@ -81,3 +83,22 @@ def _approx_risk(sample: np.ndarray, population: np.ndarray) -> np.ndarray:
                              q / (sample - (1.0 - q))))
     risk = np.where(whole, 1.0 / np.maximum(sample, 1.0), risk)
     return np.where(used, risk, 0.0)
+
+
+def household_risk(risk: np.ndarray, household_ids: np.ndarray) -> IndividualRisk:
+    """Every record's household risk, ``1 - prod(1 - r_i)`` over its household's members
+    (``household_ids``: one id per record, ``0 .. n_households - 1``), and the expected
+    re-identifications it gives (sdcMicro's ``hier_risk_ER``)."""
+    r = np.asarray(risk, dtype=np.float64)
+    ids = np.asarray(household_ids, dtype=np.int64)
+    if ids.shape != r.shape:
+        raise InputError(f"the households have {ids.size} entries but the sample has "
+                         f"{r.size} records; give one household per record")
+    if len(r) == 0:
+        return IndividualRisk(np.zeros(0), 0.0, 0.0)
+    with np.errstate(divide="ignore"):  # a member at risk 1 makes the household's 1
+        kept = np.bincount(ids, weights=np.log1p(-np.minimum(r, 1.0)))
+    per_household = -np.expm1(kept)
+    out = per_household[ids]
+    expected = float(out.sum())
+    return IndividualRisk(out, expected, expected / len(r))

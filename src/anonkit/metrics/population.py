@@ -109,6 +109,8 @@ __all__ = [
 ]
 
 Model = Literal["dankar", "pitman", "zayatz", "snb"]
+#: every estimator, Dankar et al.'s rule last (it picks one of the others)
+MODELS: tuple[Model, ...] = ("pitman", "zayatz", "snb", "dankar")
 #: the estimator whose figure is reported; ``exact`` when the figure needs no estimate
 Estimator = Literal["pitman", "zayatz", "snb", "exact"]
 

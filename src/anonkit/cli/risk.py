@@ -1,0 +1,51 @@
+"""``anonkit risk``: the re-identification risk of any table, as statistical offices measure
+it (sample and population uniques, individual, global and household risk)."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from anonkit.cli.common import READING_PARAMETERS, reading_given, reading_options, run_body
+
+
+@click.command()
+@click.argument("input_path", metavar="INPUT")
+@click.option("--qi", required=True, help="Quasi-identifiers, comma-separated.")
+@click.option("--sampling-fraction", type=float, metavar="F",
+              help="The table is a sample of this fraction of the population (0 < F <= 1): "
+                   "population uniques are estimated (Pitman, Zayatz, SNB; Dankar et al.'s "
+                   "rule picks one).")
+@click.option("--population-size", type=float, metavar="N",
+              help="Or the population's size (the fraction is then rows / N).")
+@click.option("--weight", metavar="COLUMN",
+              help="Survey weights: each record stands for that many people (individual and "
+                   "global risk, Benedetti-Franconi as sdcMicro's measure_risk).")
+@click.option("--household", metavar="COLUMN",
+              help="Each record's household (with --weight): a household's risk is the "
+                   "chance one of its members is re-identified.")
+@reading_options
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+def risk(input_path: str, qi: str, sampling_fraction: float | None,
+         population_size: float | None, weight: str | None, household: str | None,
+         as_json: bool, **reading_values: object) -> None:
+    """Measure the re-identification risk of INPUT (raw or released, ours or another
+    tool's): its sample uniques and, given the sampling fraction, its estimated population
+    uniques; given survey weights, every record's individual risk and the global risk.
+    Records at risk are named by row number (0: the first data row), never by value."""
+
+    def body() -> int:
+        from anonkit import jobs
+
+        reading = {k: v for k, v in reading_given(reading_values).items() if v is not None}
+        for name in READING_PARAMETERS:
+            reading_values.pop(name, None)
+        report = jobs.risk_file(input_path, qi, reading=reading,
+                                sampling_fraction=sampling_fraction,
+                                population_size=population_size, weight=weight,
+                                household=household)
+        click.echo(json.dumps(report.to_dict(), indent=2) if as_json else str(report))
+        return 0
+
+    run_body(body)
