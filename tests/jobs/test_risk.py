@@ -33,6 +33,13 @@ def test_adult_at_one_percent_gives_arxs_population_uniqueness() -> None:
     pitman = found["population_uniqueness"]["pitman"]
     assert pitman["share"] == pytest.approx(0.1446083531167384, abs=1e-9)  # ARX's figure
     assert found["population_uniqueness"]["dankar"]["model"] == "pitman"  # pi <= 0.1
+    # SUDA2 on the same columns: every sample unique has an MSU once any size may be one
+    code, output = run("risk", ADULT, "--qi", ALL, "--max-msu", "9", "--json")
+    suda = json.loads(output)["suda2"]
+    assert code == 0 and suda["special_uniques"] == found["sample_uniques"] == 15512
+    assert all(isinstance(r, int) for r in suda["riskiest_rows"])
+    code, output = run("risk", ADULT, "--qi", ALL, "--max-msu", "0", "--json")
+    assert code == 0 and "suda2" not in json.loads(output)
 
 
 def test_weights_give_individual_global_and_household_risk(tmp_path: Path) -> None:

@@ -25,14 +25,18 @@ from anonkit.cli.common import READING_PARAMETERS, reading_given, reading_option
 @click.option("--household", metavar="COLUMN",
               help="Each record's household (with --weight): a household's risk is the "
                    "chance one of its members is re-identified.")
+@click.option("--max-msu", type=click.IntRange(0), default=5, show_default=True,
+              help="SUDA2: look for minimal sample uniques of at most this many QIs (0: no "
+                   "SUDA2).")
 @reading_options
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 def risk(input_path: str, qi: str, sampling_fraction: float | None,
          population_size: float | None, weight: str | None, household: str | None,
-         as_json: bool, **reading_values: object) -> None:
+         max_msu: int, as_json: bool, **reading_values: object) -> None:
     """Measure the re-identification risk of INPUT (raw or released, ours or another
-    tool's): its sample uniques and, given the sampling fraction, its estimated population
-    uniques; given survey weights, every record's individual risk and the global risk.
+    tool's): its sample uniques, its special uniques (SUDA2, DIS-SUDA) and, given the
+    sampling fraction, its estimated population uniques; given survey weights, every
+    record's individual risk and the global risk.
     Records at risk are named by row number (0: the first data row), never by value."""
 
     def body() -> int:
@@ -44,7 +48,7 @@ def risk(input_path: str, qi: str, sampling_fraction: float | None,
         report = jobs.risk_file(input_path, qi, reading=reading,
                                 sampling_fraction=sampling_fraction,
                                 population_size=population_size, weight=weight,
-                                household=household)
+                                household=household, max_msu=max_msu or None)
         click.echo(json.dumps(report.to_dict(), indent=2) if as_json else str(report))
         return 0
 

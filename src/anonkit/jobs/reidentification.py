@@ -21,6 +21,7 @@ from anonkit.jobs.common import Columns, Job, PathText
 from anonkit.jobs.reading import job_dialect
 from anonkit.metrics.individual import IndividualRisk, household_risk, individual_risk
 from anonkit.metrics.population import MODELS, PopulationUniqueness, population_uniqueness
+from anonkit.metrics.suda import Suda2Result, suda2
 
 #: the highest-risk records a report lists
 RISKIEST = 10
@@ -40,6 +41,7 @@ class RiskReport:
     population: dict[str, PopulationUniqueness] = field(default_factory=dict)
     individual: IndividualRisk | None = None
     household: IndividualRisk | None = None
+    suda: Suda2Result | None = None
 
     @property
     def riskiest_rows(self) -> list[int]:
@@ -64,6 +66,13 @@ class RiskReport:
                        "sampling_fraction": json_number(p.sampling_fraction),
                        "population_size": json_number(p.population_size)}
                 for name, p in self.population.items()}
+        if self.suda is not None:
+            out["suda2"] = {
+                "max_msu": self.suda.max_msu,
+                "msus_by_size": self.suda.msu_counts.sum(axis=0).tolist(),
+                "special_uniques": self.suda.special_uniques,
+                "dis": json_number(self.suda.dis),
+                "riskiest_rows": self.suda.top_records(RISKIEST).tolist()}
         for name, measured in (("individual_risk", self.individual),
                                ("household_risk", self.household)):
             if measured is not None:
@@ -91,6 +100,12 @@ class RiskReport:
                 figure = ("no estimate (the fit did not converge)" if not p.converged
                           else f"{p.uniques:,.1f} records, {p.share:.4%} of the population")
                 lines.append(f"    {name}{how}: {figure}")
+        if self.suda is not None:
+            sizes = ", ".join(f"{int(n):,}" for n in self.suda.msu_counts.sum(axis=0))
+            lines.append(f"  SUDA2 (MSUs of at most {self.suda.max_msu} QIs): "
+                         f"{self.suda.special_uniques} special uniques; MSUs by size {sizes};"
+                         f" highest DIS-SUDA rows: "
+                         f"{', '.join(map(str, self.suda.top_records(5).tolist()))}")
         for name, measured in (("individual risk", self.individual),
                                ("household risk", self.household)):
             if measured is not None:
@@ -109,14 +124,16 @@ def _percent(part: int, whole: int) -> str:
 
 def risk(df: pd.DataFrame, quasi_identifiers: Columns, *,
          sampling_fraction: float | None = None, population_size: float | None = None,
-         weight: str | None = None, household: str | None = None) -> RiskReport:
+         weight: str | None = None, household: str | None = None,
+         max_msu: int | None = 5) -> RiskReport:
     """The re-identification risk of ``df`` by its ``quasi_identifiers`` (rows with equal
     values are one class; a missing value is a value). ``sampling_fraction`` or
     ``population_size``: the table is a sample of a population, whose uniques are then
     estimated by Pitman, Zayatz and SNB, and Dankar et al.'s rule picks one. ``weight``: a
     column of survey weights (each record stands for that many people) for the individual
     and global risk; ``household``: a column naming each record's household, for the
-    household risk (needs ``weight``)."""
+    household risk (needs ``weight``). ``max_msu``: the largest minimal sample uniques SUDA2
+    looks for (Manning et al. 2008; None: no SUDA2)."""
     qis = as_list(quasi_identifiers)
     if not qis:
         raise InputError("no quasi-identifiers given: pass --qi a,b,c")
@@ -139,6 +156,10 @@ def risk(df: pd.DataFrame, quasi_identifiers: Columns, *,
             model: population_uniqueness(sizes, sampling_fraction,
                                          population_size=population_size, model=model)
             for model in MODELS}
+    if max_msu is not None:
+        codes = np.stack([pd.factorize(df[q], use_na_sentinel=False)[0] for q in qis],
+                         axis=1) if len(df) else np.zeros((0, len(qis)), dtype=np.int64)
+        report.suda = suda2(codes, max_msu) if len(df) else None
     if weight is not None:
         weights = pd.to_numeric(df[weight], errors="coerce").to_numpy(dtype=np.float64)
         report.individual = individual_risk(class_ids, weights)
@@ -150,7 +171,8 @@ def risk(df: pd.DataFrame, quasi_identifiers: Columns, *,
 
 def risk_file(path: PathText, quasi_identifiers: Columns, *, reading: Job | None = None,
               sampling_fraction: float | None = None, population_size: float | None = None,
-              weight: str | None = None, household: str | None = None) -> RiskReport:
+              weight: str | None = None, household: str | None = None,
+              max_msu: int | None = 5) -> RiskReport:
     """:func:`risk` of the table at ``path``, its columns read as the text they hold (so
     02139 and 2139 are two values, as a release is read back); the weights as numbers.
     ``reading``: how the file is written (a job's ``separator``, ``header``, ...)."""
@@ -179,7 +201,8 @@ def risk_file(path: PathText, quasi_identifiers: Columns, *, reading: Job | None
                              encoding=dialect.encoding, max_input_bytes=dialect.max_input_bytes)
         df[weight] = _numbers(weights[weight], weight)
     return risk(df.reset_index(drop=True), qis, sampling_fraction=sampling_fraction,
-                population_size=population_size, weight=weight, household=household)
+                population_size=population_size, weight=weight, household=household,
+                max_msu=max_msu)
 
 
 def _numbers(column: pd.Series, name: str) -> np.ndarray:
