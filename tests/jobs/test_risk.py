@@ -4,6 +4,7 @@ risk are row numbers, never values, and bad input is one line."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -78,3 +79,27 @@ def test_bad_input_is_one_line(tmp_path: Path, args: list[str], fragment: str) -
     lines = output.strip().splitlines()
     assert code == 2 and len(lines) == 1 and lines[0].startswith("error: "), output
     assert fragment in output, output
+
+
+def test_the_report_has_a_summary_first_every_measure_and_its_provenance(
+        tmp_path: Path) -> None:
+    rng = np.random.default_rng(1)
+    n = 120
+    pd.DataFrame({"age": rng.integers(20, 40, n), "zip": rng.choice(["A1", "B2"], n),
+                  "w": rng.uniform(1, 20, n).round(1)}).to_csv(tmp_path / "s.csv",
+                                                             index=False)
+    code, output = run("risk", tmp_path / "s.csv", "--qi", "age,zip", "--weight", "w",
+                       "--sampling-fraction", "0.1", "--report", tmp_path / "r.html")
+    assert code == 0, output
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    order = [page.index(f'id="{a}"') for a in ("summary", "population", "suda",
+                                                "individual", "provenance")]
+    assert order == sorted(order)
+    assert hashlib.sha256((tmp_path / "s.csv").read_bytes()).hexdigest() in page
+    assert "<td>command</td>" in page and "A1" not in page  # rows by number, never values
+    assert (tmp_path / "r.html").stat().st_mode & 0o777 == 0o600
+    before = snapshot(tmp_path)
+    code, output = run("risk", tmp_path / "s.csv", "--qi", "age", "--report",
+                       tmp_path / "s.csv")
+    assert code == 2 and "the report" in output and "is the input" in output, output
+    assert snapshot(tmp_path) == before

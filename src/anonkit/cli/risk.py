@@ -4,10 +4,17 @@ it (sample and population uniques, individual, global and household risk)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 
-from anonkit.cli.common import READING_PARAMETERS, reading_given, reading_options, run_body
+from anonkit.cli.common import (
+    READING_PARAMETERS,
+    command_line,
+    reading_given,
+    reading_options,
+    run_body,
+)
 
 
 @click.command()
@@ -29,10 +36,13 @@ from anonkit.cli.common import READING_PARAMETERS, reading_given, reading_option
               help="SUDA2: look for minimal sample uniques of at most this many QIs (0: no "
                    "SUDA2).")
 @reading_options
+@click.option("--report", type=click.Path(path_type=Path),
+              help="Write an HTML report here (its input's SHA-256 and the command in it).")
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 def risk(input_path: str, qi: str, sampling_fraction: float | None,
          population_size: float | None, weight: str | None, household: str | None,
-         max_msu: int, as_json: bool, **reading_values: object) -> None:
+         max_msu: int, report: Path | None, as_json: bool,
+         **reading_values: object) -> None:
     """Measure the re-identification risk of INPUT (raw or released, ours or another
     tool's): its sample uniques, its special uniques (SUDA2, DIS-SUDA) and, given the
     sampling fraction, its estimated population uniques; given survey weights, every
@@ -45,11 +55,14 @@ def risk(input_path: str, qi: str, sampling_fraction: float | None,
         reading = {k: v for k, v in reading_given(reading_values).items() if v is not None}
         for name in READING_PARAMETERS:
             reading_values.pop(name, None)
-        report = jobs.risk_file(input_path, qi, reading=reading,
-                                sampling_fraction=sampling_fraction,
-                                population_size=population_size, weight=weight,
-                                household=household, max_msu=max_msu or None)
-        click.echo(json.dumps(report.to_dict(), indent=2) if as_json else str(report))
+        measured = jobs.risk_file(input_path, qi, reading=reading,
+                                  sampling_fraction=sampling_fraction,
+                                  population_size=population_size, weight=weight,
+                                  household=household, max_msu=max_msu or None,
+                                  report=report, command=command_line())
+        click.echo(json.dumps(measured.to_dict(), indent=2) if as_json else str(measured))
+        if report is not None and not as_json:
+            click.echo(f"report written to {report}")
         return 0
 
     run_body(body)

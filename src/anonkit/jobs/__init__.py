@@ -79,7 +79,7 @@ _WHERE = {
     "records_text": "anonkit.jobs.history",
     "risk": "anonkit.jobs.reidentification",
     "risk_file": "anonkit.jobs.reidentification",
-    "RiskReport": "anonkit.jobs.reidentification",
+    "RiskReport": "anonkit.metrics.reidentification",
     "write_testdata": "anonkit.jobs.testdata",
 }
 
