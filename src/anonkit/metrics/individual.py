@@ -78,8 +78,17 @@ def _approx_risk(sample: np.ndarray, population: np.ndarray) -> np.ndarray:
     q = np.where(whole, 0.5, p)  # (any value in (0, 1): those classes are set below)
     odds = q / (1.0 - q)
     log_inverse = np.log(1.0 / q)
-    risk = np.where(sample == 1, odds * log_inverse,
-                    np.where(sample == 2, odds - odds ** 2 * log_inverse,
+    # near p = 1 (a population barely larger than the sample) the closed forms cancel
+    # catastrophically (f = 2: odds ~ 1e16 minus odds**2 ln(1/p) ~ 1e16); with x = 1 - p
+    # they are (1 - x) * sum_j x**j / (j + 1) and (1 - x) - (1 - x)**2 * sum_j x**j / (j + 2),
+    # whose series to x**6 are exact to double precision for x < 1e-3
+    x = np.where(whole, 0.0, 1.0 - q)
+    powers = x[:, None] ** np.arange(7)
+    one = (1.0 - x) * (powers / np.arange(1, 8)).sum(axis=1)
+    two = (1.0 - x) - (1.0 - x) ** 2 * (powers / np.arange(2, 9)).sum(axis=1)
+    near = x < 1e-3
+    risk = np.where(sample == 1, np.where(near, one, odds * log_inverse),
+                    np.where(sample == 2, np.where(near, two, odds - odds ** 2 * log_inverse),
                              q / (sample - (1.0 - q))))
     risk = np.where(whole, 1.0 / np.maximum(sample, 1.0), risk)
     return np.where(used, risk, 0.0)
