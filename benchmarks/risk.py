@@ -13,10 +13,9 @@ best of ``--repeat`` (3) runs, warm.
 from __future__ import annotations
 
 import argparse
-import os
 
 import numpy as np
-from timing import best_of
+from timing import best_of, print_table
 
 from anonkit.metrics.population import population_uniqueness, size_frequencies
 
@@ -90,12 +89,7 @@ def main() -> None:
     rows.append(("total: group + dankar (slowest pi)", f"{total:.3f}", f"<= {TARGET:g}",
                  "ok" if total <= TARGET or args.rows != 1_000_000 else "MISSED"))
 
-    print(f"{args.rows:,} rows x {len(DOMAINS)} QIs; load average "
-          f"{os.getloadavg()[0]:.2f} (2-core reference machine)")
-    header = ("task", "seconds", "target", "notes")
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    for r in [header, *rows]:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
+    print_table(f"{args.rows:,} rows x {len(DOMAINS)} QIs", rows)
 
 
 if __name__ == "__main__":

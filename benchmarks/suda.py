@@ -11,11 +11,10 @@ Run: ``python benchmarks/suda.py [--repeat R] [--synthetic]``. Times are the bes
 from __future__ import annotations
 
 import argparse
-import os
 
 import numpy as np
 import pandas as pd
-from timing import best_of
+from timing import best_of, print_table
 
 from anonkit.datasets import load_adult
 from anonkit.metrics.suda import suda2
@@ -52,12 +51,7 @@ def main() -> None:
             t, r = best_of(lambda tb=table, m=max_msu: suda2(tb, max_msu=m), 1)
             rows.append((f"random {n_rows:,} x {n_qis}, {domain} values, max MSU {max_msu}",
                          f"{t:.3f}", "-", f"{int(r.msu_counts.sum()):,} MSUs"))
-    print(f"{len(data):,} rows x {len(QIS)} QIs; load average {os.getloadavg()[0]:.2f} "
-          f"(2-core reference machine)")
-    header = ("task", "seconds", "target", "notes")
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    for r in [header, *rows]:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
+    print_table(f"{len(data):,} rows x {len(QIS)} QIs", rows)
 
 
 if __name__ == "__main__":

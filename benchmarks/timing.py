@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 
 def best_of(fn: Callable[[], object], repeat: int = 3) -> tuple[float, object]:
@@ -15,3 +16,12 @@ def best_of(fn: Callable[[], object], repeat: int = 3) -> tuple[float, object]:
         out = fn()
         times.append(time.perf_counter() - t0)
     return min(times), out
+
+
+def print_table(title: str, rows: Sequence[Sequence[str]],
+                header: Sequence[str] = ("task", "seconds", "target", "notes")) -> None:
+    """``title`` with the load average, then ``rows`` as aligned columns under ``header``."""
+    print(f"{title}; load average {os.getloadavg()[0]:.2f} (2-core reference machine)")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    for r in [header, *rows]:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
