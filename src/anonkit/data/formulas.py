@@ -2,7 +2,8 @@
 ``=``, ``+``, ``-``, ``@``, a tab or a carriage return, unless it is a plain number (``-3``,
 ``+1.5e3`` are values, not formulas). A release that holds such cells is written as it is,
 with a warning; neutralized, each gets a leading ``'``, as OWASP recommends, which a
-spreadsheet shows as text. Vectorised in Arrow: one pass per text column."""
+spreadsheet shows as text (and so does a cell that begins with ``'`` already, so that no two
+cells become one). Vectorised in Arrow: one pass per text column."""
 
 from __future__ import annotations
 
@@ -51,13 +52,18 @@ def formula_cells(table: pa.Table) -> dict[str, int]:
 
 
 def _quoted(values: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
-    return pc.if_else(_text_mask(values), pc.binary_join_element_wise("'", values, ""),
-                      values)
+    """A ``'`` before every formula cell, and before every cell that already begins with
+    one: otherwise ``=x`` and ``'=x`` would both become ``'=x``, two released values one
+    (and two classes one to an adversary)."""
+    quoted = pc.fill_null(pc.starts_with(values, "'"), False)
+    mark = pc.or_(_text_mask(values), quoted)
+    return pc.if_else(mark, pc.binary_join_element_wise("'", values, ""), values)
 
 
 def neutralized(table: pa.Table) -> pa.Table:
-    """``table`` with a ``'`` before every cell a spreadsheet would run as a formula (a
-    dictionary's values changed in place: equal cells stay equal, distinct ones distinct)."""
+    """``table`` with a ``'`` before every cell a spreadsheet would run as a formula and
+    before every cell that begins with ``'`` already (a dictionary's values changed in place):
+    one-to-one, so equal cells stay equal and distinct ones distinct."""
     for i, column in enumerate(table.columns):
         if _is_text(column.type):
             table = table.set_column(i, table.field(i), _quoted(column))
