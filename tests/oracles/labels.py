@@ -56,6 +56,18 @@ def _quoted(text: str, at: int) -> tuple[str, int]:
             return "".join(out), j + 1
 
 
+def _is_bound(text: str, sep: str) -> bool:
+    """A range bound as written: quoted whole, or bare without ``, [ ] "`` (and without
+    ``-`` when ``-`` separates the bounds), nor spaces at either end."""
+    if text.startswith('"'):
+        try:
+            return _quoted(text, 0)[1] == len(text)
+        except ValueError:
+            return False
+    return bool(text) and not any(c in text for c in ',[]"') and \
+        not (sep == "-" and "-" in text) and text == text.strip() and text != "missing"
+
+
 def _one_bound(text: str) -> str:
     if text.startswith('"'):
         value, end = _quoted(text, 0)
@@ -98,14 +110,13 @@ def read_cell(cell: str, form: str) -> Claim:
             i += 1
     if body.startswith("[") and body.endswith("]"):
         inner = body[1:-1]
-        if inner.startswith('"'):
-            _, end = _quoted(inner, 0)
-            sep = ", " if inner.startswith(", ", end) else "-"
-            low, high = inner[:end], inner[end + len(sep):]
-        elif ", " in inner:
-            low, _, high = inner.partition(", ")
-        else:
-            low, _, high = inner.partition("-")
+        # every way to cut the inside at a separator into two bounds as the format writes
+        # them; the format is unambiguous exactly when one way remains
+        cuts = [(inner[:i], inner[i + len(sep):]) for sep in (", ", "-")
+                for i in range(len(inner)) if inner.startswith(sep, i)
+                and _is_bound(inner[:i], sep) and _is_bound(inner[i + len(sep):], sep)]
+        assert len(cuts) == 1, (cell, cuts)
+        low, high = cuts[0]
         return Claim(missing=missing, low=_one_bound(low), high=_one_bound(high))
     if body.startswith('"'):
         value, end = _quoted(body, 0)
