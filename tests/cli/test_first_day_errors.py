@@ -105,3 +105,31 @@ def test_auxiliary_tables_of_a_compressed_release_are_compressed_alike() -> None
 
     assert auxiliary_path(Path("w.csv.gz"), "groups") == Path("w.groups.csv.gz")
     assert auxiliary_path(Path("d/w.csv"), "groups") == Path("d/w.groups.csv")
+
+
+def test_second_day_messages_name_the_fix_as_the_command_line_gives_it(tmp_path: Path) -> None:
+    """Issue 22, items 12 and 13: the text-in-a-numeric-QI error gives --kind too; -m with
+    Mondrian is shown as -m, with the method that takes it; a hierarchy on a column released
+    unchanged by --insensitive '*' says so."""
+    from click.testing import CliRunner
+
+    from anonkit.cli import main
+
+    table = tmp_path / "t.csv"
+    table.write_text("pid,age,zip\np1,x1,100\np2,20,101\np3,30,102\np4,40,103\n")
+    hierarchy = tmp_path / "zip.csv"
+    hierarchy.write_text("".join(f"{z};r;*\n" for z in range(100, 104)))
+    cases = [
+        (["--qi", "age"], "(--kind age=categorical on the command line"),
+        (["--qi", "zip", "-m", "4"], "has no option -m (method 'm-invariance' takes it)"),
+        (["--qi", "zip", "--hierarchy", f"age={hierarchy}"],
+         "'age' is released unchanged (--insensitive '*')"),
+    ]
+    for args, fragment in cases:
+        result = CliRunner().invoke(main, ["anonymize", str(table), "-o",
+                                           str(tmp_path / "o.csv"), "--id", "pid",
+                                           "--insensitive", "*", "-k", "2", *args])
+        lines = result.output.strip().splitlines()
+        assert result.exit_code == 2 and len(lines) == 1 and fragment in lines[0], \
+            result.output
+    assert not (tmp_path / "o.csv").exists()

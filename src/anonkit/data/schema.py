@@ -206,7 +206,8 @@ def infer_kind(series: pd.Series, name: str) -> Kind:
         raise InputError(
             f"column {name!r} mixes numbers and text: {_at(series.index, row)} has "
             f"{series[row]!r}; fix the value, or declare the column categorical "
-            f"(kinds={{{name!r}: 'categorical'}} / [kinds] in the config)"
+            f"(--kind {name}=categorical on the command line, kinds={{{name!r}: "
+            f"'categorical'}} in Python, [kinds] in a job file)"
         )
     return Kind.CATEGORICAL
 

@@ -74,7 +74,9 @@ def column_roles(names: Sequence[str], job: Job, qis: Sequence[str]) -> dict[str
     for columns, option, allowed in described:
         for name in columns:
             if roles.get(name) not in allowed:
-                what = roles.get(name, "a column with no role")
+                what = roles.get(name) or ("released unchanged (--insensitive '*')"
+                                           if insensitive == "*" and name in known
+                                           else "a column with no role")
                 raise InputError(f"--{option} {name}=...: {name!r} is {what}; a {option} "
                                  f"describes a {' or '.join(allowed)} column (name it with "
                                  f"--qi{' or --sensitive' if len(allowed) > 1 else ''})")

@@ -79,9 +79,18 @@ class Method:
             option = self.option(name)
             if option is None:
                 known = ", ".join(o.flag if source == "cli" else o.name for o in self.options)
-                shown = "--" + name.replace("_", "-") if source == "cli" else repr(name)
-                raise InputError(f"method {self.name!r} has no option {shown}; its options "
-                                 f"are: {known or 'none'}")
+                # another method's option: shown as that method shows it, with who takes it
+                takers = [m.name for m in _REGISTRY.values() if m.option(name) is not None]
+                other = next((m.option(name) for m in _REGISTRY.values()
+                              if m.option(name) is not None), None)
+                shown = (other.flag if other is not None else "--" + name.replace("_", "-")) \
+                    if source == "cli" else repr(name)
+                names = [repr(t) for t in takers]
+                whose = "" if not names else f" (method {names[0]} takes it)" \
+                    if len(names) == 1 else \
+                    f" (methods {', '.join(names[:-1])} and {names[-1]} take it)"
+                raise InputError(f"method {self.name!r} has no option {shown}{whose}; its "
+                                 f"options are: {known or 'none'}")
             out[name] = option.parse(value, source)
         return out
 
