@@ -330,3 +330,29 @@ def test_the_report_warns_that_unchanged_columns_link_releases(tmp_path) -> None
     text = report.read_text(encoding="utf-8")
     row = text[text.index("Released unchanged"):][:400]
     assert "race, education" in row and "link a person's rows across releases" in row
+
+
+def test_the_parameters_show_what_was_given_and_no_seed_for_an_unseeded_run(
+        tmp_path: Path) -> None:
+    """Issue 22, item 9: -k 10 showed 'k —' (it travels as the model k=10) and an unseeded
+    run 'seed 0'."""
+    from click.testing import CliRunner
+
+    from anonkit.cli import main
+
+    source = tmp_path / "in.csv"
+    make_census(300, seed=2).data.to_csv(source, index=False)
+    for seeded in (False, True):
+        report = tmp_path / f"r{seeded}.html"
+        method = ["--method", "ke", "--sensitive", "income", "-e", "1000", "--seed", "4"] \
+            if seeded else []
+        result = CliRunner().invoke(main, [
+            "anonymize", str(source), "-o", str(tmp_path / f"o{seeded}.csv"), "--qi", "age,zip",
+            "--id", "id", "--insensitive", "*", "-k", "10", "--report", str(report), *method])
+        assert result.exit_code == 0, result.output
+        text = re.sub(r"<[^>]+>", " ", report.read_text(encoding="utf-8"))
+        text = re.sub(r"\s+", " ", text)
+        assert " k — " not in text
+        assert ("Randomness seeded" in text) == seeded and " seed 0 " not in text
+        if not seeded:
+            assert "models k=10" in text

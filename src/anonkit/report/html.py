@@ -410,7 +410,11 @@ def _summary_section(result: Release, original: pd.DataFrame, sizes: np.ndarray,
     if result.seeded:
         roles.append(("Randomness", "seeded (tests and studies only): reproducible"))
     params.pop("forms", None)  # shown per QI
-    param_rows = roles + [(str(k).replace("_", " "), _value(v)) for k, v in params.items()]
+    if not result.seeded:
+        params.pop("seed", None)  # an unseeded run drew from OS entropy: no seed to show
+    # a parameter not given is not shown (-k given as a model is in "models", not "k —")
+    param_rows = roles + [(str(k).replace("_", " "), _value(v)) for k, v in params.items()
+                          if v is not None and v != {} and v != []]
     timings = dict(result.timings)
     total = sum(timings.values())
     timing_rows = [(phase, f'<span class="mono">{seconds * 1000:,.1f} ms</span>')
