@@ -133,3 +133,35 @@ def test_second_day_messages_name_the_fix_as_the_command_line_gives_it(tmp_path:
         assert result.exit_code == 2 and len(lines) == 1 and fragment in lines[0], \
             result.output
     assert not (tmp_path / "o.csv").exists()
+
+
+def test_a_job_files_report_goes_with_its_output(tmp_path: Path) -> None:
+    """Issue 22, item 17: `--config job.toml -o other.csv` replaced the report of the job
+    file's release with one about another release."""
+    import warnings
+
+    from click.testing import CliRunner
+
+    from anonkit.cli import main
+
+    (tmp_path / "in.csv").write_text("pid,age\n" + "".join(f"p{i},{20 + i % 9}\n"
+                                                          for i in range(30)))
+    (tmp_path / "job.toml").write_text(
+        'input = "in.csv"\noutput = "first.csv"\nreport = "first.html"\n'
+        'quasi_identifiers = ["age"]\nidentifiers = ["pid"]\nk = 3\n')
+    runner = CliRunner()
+    assert runner.invoke(main, ["anonymize", "--config", str(tmp_path / "job.toml")]
+                         ).exit_code == 0
+    first = (tmp_path / "first.html").read_bytes()
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")
+        result = runner.invoke(main, ["anonymize", "--config", str(tmp_path / "job.toml"),
+                                      "-o", str(tmp_path / "other.csv")])
+    assert result.exit_code == 0, result.output
+    assert "warning: the job file's report" in result.output
+    assert (tmp_path / "first.html").read_bytes() == first
+    assert (tmp_path / "other.csv").exists() and not (tmp_path / "other.html").exists()
+    result = runner.invoke(main, ["anonymize", "--config", str(tmp_path / "job.toml"), "-o",
+                                  str(tmp_path / "third.csv"), "--report",
+                                  str(tmp_path / "third.html")])
+    assert result.exit_code == 0 and (tmp_path / "third.html").exists(), result.output

@@ -5,13 +5,14 @@ options, column roles, and the schema of a DataFrame from the roles given."""
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from anonkit import methods
 from anonkit._util.options import job_qis
-from anonkit.errors import InputError
+from anonkit.errors import AnonkitWarning, InputError
 from anonkit.methods import Method, Option
 
 #: a job: the settings of a job file (the keys of :data:`JOB_FIELDS`, and ``options``, the
@@ -122,6 +123,15 @@ def job_from(config: Mapping[str, object], given: Mapping[str, object],
     file_options = {k: v for k, v in config.items() if k not in job_keys}
     job: dict[str, Any] = file_job | {key: value for key, value in given.items()
                                       if value is not None}
+    if file_job.get("report") and given.get("report") is None \
+            and given.get("output") is not None and given["output"] != file_job.get("output"):
+        # the job file's report describes the job file's release: written beside another
+        # output it would replace the report of an earlier release with a wrong one
+        job.pop("report")
+        warnings.warn(AnonkitWarning(
+            f"the job file's report ({file_job['report']}) goes with its output "
+            f"({file_job.get('output', 'none')}), not with -o {given['output']}: no report "
+            f"is written; pass --report for this release"), stacklevel=2)
     if isinstance(job.get("na_values"), str):
         job["na_values"] = [job["na_values"]]
     method = methods.get(job.get("method") or "mondrian")
