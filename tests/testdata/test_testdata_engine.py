@@ -359,3 +359,19 @@ def test_parameters_with_defaults_may_be_left_out(tmp_path: Path) -> None:
     result = generate(spec, raw, k=3, seed=1, workers=1)
     assert [b.path[0] for b in result.buckets] == ["a > 3", "not (a > 3)"]
     check_result(result, raw, spec, "P-T")
+
+
+def test_a_k_above_the_rows_is_told_as_such(tmp_path: Path) -> None:
+    """Issue 22, item 18: `testdata -k 1000` on 400 rows listed "unsatisfiable" paths."""
+    from anonkit.cli import main
+
+    raw_path = tmp_path / "raw.csv"
+    raw_path.write_text("a,b\n" + "".join(f"{i},{i % 3}\n" for i in range(40)))
+    program = tmp_path / "p.py"
+    program.write_text("def f(a, b):\n    return 'x' if a > b else 'y'\n")
+    result = CliRunner().invoke(main, ["testdata", "--program", f"{program}:f", "--data",
+                                       str(raw_path), "-k", "1000", "-o",
+                                       str(tmp_path / "out.csv")])
+    assert result.exit_code == 2, result.output
+    assert "k=1000 exceeds the 40 rows of the raw table" in result.output
+    assert not (tmp_path / "out.csv").exists()

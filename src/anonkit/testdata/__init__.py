@@ -154,6 +154,9 @@ def generate(
     ref = ProgramRef.parse(program)
     parameters, optional = _parameters(ref)
     frame = _read(data)
+    if k > len(frame):  # no path could gather k raw tuples: say so, not "unsatisfiable"
+        raise InputError(f"k={k} exceeds the {len(frame)} rows of the raw table: no path can "
+                         f"hold k tuples; lower -k to at most {len(frame)}")
     table, domains = typed_table(frame, parameters, types, optional)
     raw_order = list(frame.columns)
     unknown = [f for f in opt_out if f not in raw_order]
