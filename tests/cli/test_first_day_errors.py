@@ -165,3 +165,25 @@ def test_a_job_files_report_goes_with_its_output(tmp_path: Path) -> None:
                                   str(tmp_path / "third.csv"), "--report",
                                   str(tmp_path / "third.html")])
     assert result.exit_code == 0 and (tmp_path / "third.html").exists(), result.output
+
+
+def test_help_shows_what_each_command_takes() -> None:
+    """Issue 22, item 14: anonymize --help listed history-only options, check --help
+    promised a Parquet output, -o omitted .tsv and the compressed suffixes, and audit -k was
+    FLOAT while every other -k is INT."""
+    from click.testing import CliRunner
+
+    from anonkit.cli import main
+
+    def help_of(*command: str) -> str:
+        result = CliRunner().invoke(main, [*command, "--help"], terminal_width=200)
+        assert result.exit_code == 0
+        return " ".join(result.output.split())
+
+    anonymize = help_of("anonymize")
+    assert "--history-check" not in anonymize and "-m INT" not in anonymize
+    assert "-e NUMBER" in anonymize  # (k,e) runs one-shot too
+    assert ".tsv" in anonymize and ".csv.zst" in anonymize
+    assert "Parquet files" not in help_of("check")
+    assert ".csv.gz" in help_of("testdata") and ".csv.bz2" in help_of("release", "publish")
+    assert "-k INTEGER RANGE" in help_of("release", "audit")

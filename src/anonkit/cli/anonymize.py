@@ -10,14 +10,15 @@ import click
 
 from anonkit._util.parallel import in_background
 from anonkit.cli.common import (
+    OUTPUT_SUFFIXES_HELP,
     READING_PARAMETERS,
     Progress,
     command_line,
     engine_options,
     given_method_options,
     load_config,
-    method_options,
     neutralize_option,
+    one_shot_method_options,
     order_option,
     reading_given,
     reading_options,
@@ -28,11 +29,11 @@ from anonkit.cli.common import (
 
 @click.command()
 @click.argument("input_path", metavar="INPUT", required=False)
-@click.option("-o", "--output", help="Where to write the release (.csv or .parquet).")
+@click.option("-o", "--output", help=f"Where to write the release ({OUTPUT_SUFFIXES_HELP}).")
 @click.option("--config", "config_path", type=click.Path(path_type=Path),
               help="A TOML job file; command-line options override it.")
 @role_options
-@method_options
+@one_shot_method_options
 @click.option("--shuffle", is_flag=True, default=None,
               help="Release the rows in a random order (from the operating system; --seed "
                    "for tests). By default they keep the input's order, which lets anyone "

@@ -11,9 +11,9 @@ import click
 from anonkit._util.options import as_list
 from anonkit.cli.common import (
     READING_PARAMETERS,
-    engine_options,
     given_method_options,
     model_options,
+    reading_engine_options,
     reading_given,
     reading_options,
     run_body,
@@ -34,7 +34,7 @@ from anonkit.cli.common import (
 @reading_options
 @click.option("--report", type=click.Path(path_type=Path), help="Write an HTML report here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the verdicts as JSON.")
-@engine_options
+@reading_engine_options
 def check(input_path: str, qi: str, sensitive: str | None, group_column: str | None,
           kinds: tuple[str, ...], report: Path | None, as_json: bool, engine: str | None,
           workers: int | None, scheduler: str | None, **model_values: object) -> None:

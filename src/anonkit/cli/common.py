@@ -266,15 +266,25 @@ def reading_given(values: Mapping[str, object]) -> dict[str, object]:
     }
 
 
-def _click_option(option: Option) -> Decorator:
+def _click_option(option: Option, hidden: bool = False) -> Decorator:
     """A registry option (:class:`anonkit.methods.Option`) as a click option that hands
     the text over unparsed: the registry's parser checks it, the same way as a job file's
-    value."""
+    value. ``hidden``: read but not shown in the help."""
     if option.switch:
         return click.option(*option.flags, option.name, is_flag=True, default=None,
-                            help=option.help)
+                            help=option.help, hidden=hidden)
     return click.option(*option.flags, option.name, multiple=option.multiple, default=None,
-                        metavar=option.metavar or "VALUE", help=option.help)
+                        metavar=option.metavar or "VALUE", help=option.help, hidden=hidden)
+
+
+def reading_engine_options(fn: Callable[..., object]) -> Callable[..., object]:
+    """:func:`engine_options` for a command that writes no release (``check``)."""
+    return engine_options(fn, writes=False)
+
+
+def one_shot_method_options(fn: Callable[..., object]) -> Callable[..., object]:
+    """:func:`method_options` for ``anonymize``: history-only options hidden from its help."""
+    return method_options(fn, one_shot=True)
 
 
 def model_options(fn: Callable[..., object]) -> Callable[..., object]:
@@ -286,13 +296,16 @@ def model_options(fn: Callable[..., object]) -> Callable[..., object]:
     return fn
 
 
-def method_options(fn: Callable[..., object]) -> Callable[..., object]:
+def method_options(fn: Callable[..., object], *, one_shot: bool = False
+                   ) -> Callable[..., object]:
     """--method and every registered method's options, as real command-line options; the
-    ones the chosen method does not take are refused when the command runs."""
+    ones the chosen method does not take are refused when the command runs. ``one_shot``
+    (``anonymize``): the options only history methods take are read but not shown."""
     from anonkit import jobs
 
+    shown = jobs.one_shot_option_names() if one_shot else None
     for option in reversed(jobs.method_options()):
-        fn = _click_option(option)(fn)
+        fn = _click_option(option, hidden=shown is not None and option.name not in shown)(fn)
     return click.option("--method", default=None, metavar="NAME",
                         help="The anonymization method (default: mondrian); "
                              "`anonkit methods` lists them with their options.")(fn)
@@ -313,12 +326,20 @@ def given_method_options(values: Mapping[str, object]) -> dict[str, object]:
     return out
 
 
-def engine_options(fn: Callable[..., object]) -> Callable[..., object]:
-    """--engine, --workers, --scheduler: where the work runs."""
+#: the files a release may be written to, for every -o's help
+OUTPUT_SUFFIXES_HELP = (".csv, .tsv or .txt, compressed as .csv.gz, .csv.bz2 or .csv.zst, or "
+                        ".parquet")
+
+
+def engine_options(fn: Callable[..., object], *, writes: bool = True
+                   ) -> Callable[..., object]:
+    """--engine, --workers, --scheduler: where the work runs. ``writes``: the command writes
+    a release (whose Dask form is a folder of Parquet files)."""
+    output = "; the release is written as a folder of Parquet files" if writes else ""
     return _stacked(fn, [
         click.option("--engine", type=click.Choice(["local", "dask"]), default=None,
-                     help="local (default): one process. dask: a Dask cluster (Mondrian "
-                          "only; the output is a directory of Parquet files)."),
+                     help=f"local (default): one process. dask: a Dask cluster (Mondrian "
+                          f"only{output})."),
         click.option("--workers", type=int, default=None, metavar="N",
                      help="Worker processes of the local Dask cluster (default: one per "
                           "core)."),

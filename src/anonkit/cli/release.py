@@ -28,6 +28,7 @@ from anonkit import jobs
 from anonkit._util.numbers import exact_number
 from anonkit._util.options import parse_pairs
 from anonkit.cli.common import (
+    OUTPUT_SUFFIXES_HELP,
     READING_PARAMETERS,
     given_method_options,
     load_config,
@@ -172,7 +173,7 @@ def release() -> None:
               help="A method option by its name, e.g. strategy=entropy (repeatable; "
                    "checked like the option itself).")
 @click.option("-o", "--output", type=click.Path(path_type=Path),
-              help="Where to write the release (CSV, compressed CSV or Parquet by suffix).")
+              help=f"Where to write the release ({OUTPUT_SUFFIXES_HELP}).")
 @click.option("--allow-breach", is_flag=True,
               help="Publish even if the new release, together with earlier ones, breaches "
                    "a record. By default such a release is refused: nothing is written and "
@@ -481,9 +482,10 @@ def _median(sizes: object) -> float:
               help="Also audit every pair of releases on its own (each pair is "
                    "intersected from its two releases: the time grows with the square of "
                    "the number of releases).")
-@click.option("-k", "k", type=float, default=None,
-              help="Candidates needed (default: the releases' k-anonymity k).")
-@click.option("-l", "l_", type=float, default=None,
+@click.option("-k", "k", type=click.IntRange(min=1), default=None,
+              help="Candidates needed, a whole number as every other -k (default: the "
+                   "releases' k-anonymity k).")
+@click.option("-l", "l_", type=click.IntRange(min=1), default=None,
               help="Distinct sensitive values needed (default: the releases' l).")
 @click.option("-e", "e", type=float, default=None,
               help="Sensitive range needed (default: the releases' (k,e) e).")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from anonkit.cli.common import neutralize_option, run_body
+from anonkit.cli.common import OUTPUT_SUFFIXES_HELP, neutralize_option, run_body
 
 
 @click.command("testdata")
@@ -26,7 +26,8 @@ from anonkit.cli.common import neutralize_option, run_body
               type=click.Choice(["P-F", "P-T", "I-T"]),
               help="P-F: no released field value repeats the raw data; P-T: no released "
                    "tuple does; I-T: as P-T, keeping the k-group's concrete fields.")
-@click.option("-o", "--output", required=True, help="Where to write the tuples (.csv, .parquet).")
+@click.option("-o", "--output", required=True,
+              help=f"Where to write the tuples ({OUTPUT_SUFFIXES_HELP}).")
 @click.option("--report", type=click.Path(path_type=Path), help="Write an HTML report here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @neutralize_option

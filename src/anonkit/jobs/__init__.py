@@ -72,6 +72,7 @@ _WHERE = {
     "method_options": "anonkit.jobs.common",
     "methods_help": "anonkit.jobs.common",
     "model_options": "anonkit.jobs.common",
+    "one_shot_option_names": "anonkit.jobs.common",
     "printable_name": "anonkit.jobs.history",
     "read_publish_job": "anonkit.jobs.history",
     "reading_qis": "anonkit.jobs.common",

@@ -55,6 +55,13 @@ def method_options() -> list[Option]:
     return methods.all_options()
 
 
+def one_shot_option_names() -> set[str]:
+    """The options of the methods that run without a history (``anonymize`` shows only
+    these in its help; the others are still read, to be refused with a clear message)."""
+    return {o.name for m in methods.methods() if m.runner or m.function is not None
+            for o in m.options if not o.history_only}
+
+
 def model_options() -> list[Option]:
     """The options that name privacy models: ``k``, ``l``, ``t``, ``models``."""
     return [methods.K, methods.L, methods.T, methods.MODELS]

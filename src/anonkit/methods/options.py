@@ -136,6 +136,9 @@ class Option:
     switch: bool = False  # a command-line flag without value (sets True)
     #: what values it takes, for help (default: the parser's ``kind``)
     value_kind: str = ""
+    #: it only means something when the release is published with a history (how a
+    #: sequential method honours the earlier releases): not shown by ``anonymize --help``
+    history_only: bool = False
 
     def parse(self, value: object, source: str) -> Any:
         parser = self.parse_value
@@ -197,7 +200,7 @@ HISTORY_CHECK = Option("history_check", ("--history-check",),
                        "(default: the previous release only, by Theorem 1), naive (every "
                        "earlier release; same result, slower), ignore (re-partition as if "
                        "alone; the history's gate then refuses it when it breaches).",
-                       metavar="NAME")
+                       metavar="NAME", history_only=True)
 
 
 def parse_domain(text: str) -> tuple[int, int]:
