@@ -53,6 +53,17 @@ def test_check_keeps_codes_apart_from_numbers(tmp_path: Path) -> None:
     assert code == 2 and "n='9223372036854775809'" in output, output
 
 
+def test_check_groups_bytes_that_have_no_text_form_as_they_are(tmp_path: Path) -> None:
+    """A Parquet binary column that is no UTF-8 text cannot be read as text; its values are
+    compared as the bytes they are."""
+    pq.write_table(pa.table({"b": pa.array([b"\xff", b"\xff", b"\xfe", b"\xfe"], pa.binary()),
+                             "s": ["x", "y", "x", "y"]}), tmp_path / "r.parquet")
+    code, output = run("check", tmp_path / "r.parquet", "--qi", "b", "-k", "2")
+    assert code == 0 and "2 equivalence classes" in output, output
+    code, output = run("check", tmp_path / "r.parquet", "--qi", "b", "-k", "3")
+    assert code == 2 and "measured k = 2" in output, output
+
+
 def test_check_takes_mixed_codes_in_a_sensitive_column(tmp_path: Path) -> None:
     """ICD codes such as 250 and V45 are text: no 'mixes numbers and text' refusal."""
     rows = ["A,250", "A,V45", "A,250", "B,250", "B,E11", "B,V45", "B,401"]

@@ -187,3 +187,17 @@ def test_help_shows_what_each_command_takes() -> None:
     assert "Parquet files" not in help_of("check")
     assert ".csv.gz" in help_of("testdata") and ".csv.bz2" in help_of("release", "publish")
     assert "-k INTEGER RANGE" in help_of("release", "audit")
+
+
+def test_commands_in_one_process_do_not_stack_warning_displays() -> None:
+    """Each command puts Python's warning display back when it ends."""
+    import warnings
+
+    from click.testing import CliRunner
+
+    from anonkit.cli import main
+
+    before = warnings.showwarning
+    for _ in range(3):
+        CliRunner().invoke(main, ["check", "no-such-file.csv", "--qi", "a", "-k", "2"])
+    assert warnings.showwarning is before

@@ -648,3 +648,12 @@ def test_csv_writer_direct_output_is_the_buffered_output(tmp_path: Path, direct_
     assert (tmp_path / "direct.csv").read_bytes() == buffered
     if direct_refused and hasattr(os, "O_DIRECT"):
         assert refused == [str(tmp_path / "direct.csv")]
+
+
+def test_a_column_of_mixed_types_is_written_as_the_text_of_each_value(tmp_path: Path) -> None:
+    """Arrow takes no column of numbers and text together: it is written as text, the rest
+    of the table as it is."""
+    write_table(pd.DataFrame({"a": [1, "x", 2.5, None], "b": [1, 2, 3, 4]}),
+                tmp_path / "m.csv")
+    assert (tmp_path / "m.csv").read_text().splitlines() == ["a,b", "1,1", "x,2", "2.5,3",
+                                                             ",4"]

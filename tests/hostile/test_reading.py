@@ -331,6 +331,12 @@ def test_a_time_zone_aware_parquet_timestamp_as_a_qi_is_refused(folder: Path) ->
     assert code in (0, 2) and "internal error" not in output and "FAIL" in output, output
 
 
+def test_a_time_zone_the_system_does_not_know_is_refused(folder: Path) -> None:
+    _zoned(folder / "tz.parquet", "Mars/Olympus")
+    refused(folder, anonymize("tz.parquet"), "column 'a' of tz.parquet",
+            "time zone Mars/Olympus that this system's time zone database does not know")
+
+
 @pytest.mark.parametrize("zone", ["UTC", "+05:30"])
 def test_a_timestamp_at_one_offset_is_still_anonymized(folder: Path, zone: str) -> None:
     _zoned(folder / "tz.parquet", zone)

@@ -12,7 +12,6 @@ import hashlib
 import json
 import os
 import textwrap
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -140,9 +139,9 @@ def test_a_refused_run_is_reported_and_the_rest_released(tmp_path: Path, hole: s
 def test_a_top_level_that_sleeps_forever_overruns_the_time_limit(tmp_path: Path) -> None:
     work = workdir(tmp_path, top_level("import time\ntime.sleep(10 ** 6)"))
     before = snapshot(work)
-    started = time.monotonic()
     code, _, err = run(work)
-    assert time.monotonic() - started < 10
+    # the time limit ended it, not the parent's start timeout (whose message differs); how
+    # soon is benchmarks/testdata_guard.py's to measure
     assert_refused_load(work, before, code, err, f"time limit of {TIME_LIMIT} s")
 
 
@@ -151,9 +150,9 @@ def test_a_top_level_stuck_in_c_is_ended_by_the_cpu_limit(tmp_path: Path) -> Non
     limit ends it (the kernel kills the worker), well before the parent's start timeout."""
     work = workdir(tmp_path, top_level("sum(range(10 ** 13))"))
     before = snapshot(work)
-    started = time.monotonic()
     code, _, err = run(work)
-    assert time.monotonic() - started < 15
+    # the kernel's CPU limit ended it, not the start timeout ("no worker process had
+    # started"); how soon is benchmarks/testdata_guard.py's to measure
     assert_refused_load(work, before, code, err, "CPU time", start="a worker process died")
 
 

@@ -76,7 +76,8 @@ class Progress:
 
 def run_body(body: Callable[[], int | None]) -> None:
     """Run a command body, turning our errors into one-line messages and exit codes, and
-    our warnings into one ``warning:`` line each."""
+    our warnings into one ``warning:`` line each (Python's own display is put back after:
+    commands run in one process, as in the tests, must not stack displays)."""
     shown = warnings.showwarning
 
     def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
@@ -100,6 +101,8 @@ def run_body(body: Callable[[], int | None]) -> None:
         if os.environ.get("ANONKIT_DEBUG"):
             raise
         sys.exit(1)
+    finally:
+        warnings.showwarning = shown
     sys.exit(code)
 
 

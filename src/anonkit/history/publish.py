@@ -147,7 +147,8 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
     request = replace(request, options=declared.parse_options(request.options, "python"))
     # the method's own switch (``--accept-heuristic``) accepts it as the parameter does
     accept_heuristic = accept_heuristic or request.options.get("accept_heuristic") is True
-    check_publish(df, request, output)
+    check_request(df.columns, request, output)
+    check_key_column(df, request.key)
     store.refuse_if_tampered(f"publishing to {request.dataset!r}")
     previous = store.latest(request.dataset)
     schema = _schema(df, request)
@@ -526,13 +527,15 @@ def _refuse_overtaken(store: HistoryStore, dataset: str, seq: int) -> None:
             f"with that one")
 
 
-def check_publish(df: pd.DataFrame, request: PublishRequest, output: Path) -> None:
-    """What a publish refuses before it touches the history (so that a refused first
-    publish creates no history and no secret): the dataset's name, the columns' names, the
-    record key, and the output's folder."""
+def check_request(columns: Sequence[object], request: PublishRequest, output: Path) -> None:
+    """What a publish refuses from its request alone, cheaply, before anything is read or
+    opened: the dataset's name, the columns' names, a key column the table has not, and the
+    output's folder. (The key's values are :func:`check_key_column`'s.)"""
     _check_dataset_name(request.dataset)
     _check_column_names(request)
-    check_key_column(df, request.key)
+    if request.key not in columns:
+        raise InputError(f"key column {request.key!r} is not in the table; it has: "
+                         f"{', '.join(map(str, columns))}")
     output = Path(output).absolute()
     if not output.parent.is_dir():
         raise InputError(f"output folder {output.parent} does not exist; create it first")
@@ -544,11 +547,9 @@ def check_publish(df: pd.DataFrame, request: PublishRequest, output: Path) -> No
 
 
 def check_key_column(df: pd.DataFrame, key: str) -> None:
-    """The record key must name every row once: refuse missing and duplicate values,
-    naming the rows (0-based data rows, as pandas numbers them)."""
-    if key not in df.columns:
-        raise InputError(f"key column {key!r} is not in the table; it has: "
-                         f"{', '.join(map(str, df.columns))}")
+    """The record key (a column of ``df``: see :func:`check_request`) must name every row
+    once: refuse missing and duplicate values, naming the rows (0-based data rows, as pandas
+    numbers them)."""
     column = df[key]
     if column.dtype == object:
         broken = [i for i, v in enumerate(column.tolist())

@@ -37,7 +37,7 @@ from anonkit.history.location import DEFAULT_HISTORY, HISTORY_ENV, HistoryLocati
 from anonkit.history.possible import EXACT_SECONDS
 from anonkit.history.publish import (
     GateOverriddenWarning,
-    check_publish,
+    check_request,
     history_files,
     protected_files,
     publish,
@@ -244,7 +244,6 @@ class History:
             dataset=dataset, key=key, quasi_identifiers=as_list(quasi_identifiers),
             sensitive=as_list(sensitive), identifiers=ids, method=chosen.name, options=typed,
             hierarchies=read, kinds=dict(kinds or {}), orders=dict(orders or {}))
-        check_publish(frame, request, Path(output))  # before a new history is created
         return self.publish_job(PublishJob(frame, request, Path(output)),
                                 allow_breach=allow_breach, accept_heuristic=accept_heuristic,
                                 new_lineage=new_lineage, exact_seconds=exact_seconds,
@@ -257,11 +256,10 @@ class History:
         """Publish a job :func:`read_publish_job` prepared (see :meth:`publish`). When this
         publish creates the history and is refused, the history is removed again: a
         refused first publish leaves nothing behind."""
-        check_publish(job.frame, job.request, job.output)
         creating = self._opened is None
-        sqlite = HistoryLocation.parse(self.location).sqlite_path
-        there = [p for p in history_files(HistoryLocation.parse(self.location),
-                                          self.secret_file) if p.exists()] if creating else []
+        location = HistoryLocation.parse(self.location)
+        there = [p for p in history_files(location, self.secret_file) if p.exists()] \
+            if creating else []
         self._store.accept_tampered = accept_tampered
         try:
             return publish(self._store, job.frame, job.request, job.output,
@@ -270,11 +268,10 @@ class History:
                            exact_seconds=exact_seconds,
                            neutralize_formulas=job.neutralize_formulas)
         except BaseException:
-            if creating and sqlite is not None and not self._store.releases():
+            if creating and location.sqlite_path is not None and not self._store.releases():
                 self.close()
                 self._opened = None
-                for made in history_files(HistoryLocation.parse(self.location),
-                                          self.secret_file):
+                for made in history_files(location, self.secret_file):
                     if made not in there:
                         made.unlink(missing_ok=True)
             raise
@@ -397,8 +394,9 @@ def read_publish_job(job: Job, *, history: PathText,
                     text_columns=declared_text(job, list(spec.get("kinds") or {})),
                     skipinitialspace=dialect.skipinitialspace, encoding=dialect.encoding,
                     max_input_bytes=dialect.max_input_bytes)
-    # refused before the history is opened: a refused first publish creates no history
-    check_publish(df, request, target)
+    # the cheap refusals before the history is opened (the key's values are checked by the
+    # publish, which removes a history it created when it is refused)
+    check_request(df.columns, request, target)
     key_column = spec["key"]
     roles = column_roles([str(c) for c in df.columns], {
         **job, "identifiers": [*spec["identifiers"],

@@ -42,19 +42,15 @@ def risk_file(path: PathText, quasi_identifiers: Columns, *, reading: Job | None
             if name not in names:
                 raise InputError(f"unknown column {name!r} given as {role}; the table has: "
                                  f"{column_list(names)}{separator_hint(names)}")
-    wanted = list(dict.fromkeys([*qis, *([household] if household else [])]))
+    # one read: every column as text (the weights are made numbers from theirs)
+    wanted = list(dict.fromkeys([*qis, *(c for c in (weight, household) if c)]))
     df = read_table(path, sep=separator, columns=wanted,  # type: ignore[arg-type]
                     categorical_text=True, as_text=True, header=dialect.header,
                     names=dialect.names, na_values=dialect.na_values,
                     skipinitialspace=dialect.skipinitialspace, encoding=dialect.encoding,
                     max_input_bytes=dialect.max_input_bytes)
     if weight is not None:
-        weights = read_table(path, sep=separator, columns=[weight],  # type: ignore[arg-type]
-                             header=dialect.header, names=dialect.names,
-                             na_values=dialect.na_values,
-                             skipinitialspace=dialect.skipinitialspace,
-                             encoding=dialect.encoding, max_input_bytes=dialect.max_input_bytes)
-        df[weight] = _numbers(weights[weight], weight)
+        df[weight] = _numbers(df[weight], weight)
     measured = risk(df.reset_index(drop=True), qis, sampling_fraction=sampling_fraction,
                     population_size=population_size, weight=weight, household=household,
                     max_msu=max_msu)
@@ -64,7 +60,15 @@ def risk_file(path: PathText, quasi_identifiers: Columns, *, reading: Job | None
 
 
 def _numbers(column: pd.Series, name: str) -> np.ndarray:
-    values = pd.to_numeric(column, errors="coerce").to_numpy(dtype=np.float64)
+    """The weights as numbers, from the text read (a Categorical's values parsed once each,
+    not once per row); a cell that is no number is refused naming its row."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        parsed = pd.to_numeric(pd.Series(column.cat.categories), errors="coerce")
+        # (code -1, a missing cell, takes the NaN appended last)
+        values = np.append(parsed.to_numpy(dtype=np.float64), np.nan)[
+            column.cat.codes.to_numpy()]
+    else:
+        values = pd.to_numeric(column, errors="coerce").to_numpy(dtype=np.float64)
     bad = np.isnan(values)
     if bad.any():
         raise InputError(f"the weight column {name!r} must hold numbers; row "

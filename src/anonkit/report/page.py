@@ -11,10 +11,11 @@ kb-anonymity report the plain tables of :data:`PLAIN_STYLE` with a few rules of 
 
 from __future__ import annotations
 
+import datetime as _dt
 import html
 from importlib import resources
 
-__all__ = ["PLAIN_STYLE", "page", "report_stylesheet"]
+__all__ = ["PLAIN_STYLE", "now", "page", "report_stylesheet", "section"]
 
 #: the rules the plain reports (the audit, the kb-anonymity report) share; each adds its
 #: own margins, spacing and colours after them
@@ -41,3 +42,14 @@ def page(title: str, body: str, *, stylesheet: str) -> str:
         f"<title>{html.escape(title)}</title><style>{stylesheet}</style></head><body>"
         f"{body}</body></html>\n"
     )
+
+
+def section(anchor: str, heading: str, body: str) -> str:
+    """A report section: ``anchor`` and ``heading`` are text (escaped here), ``body`` markup."""
+    return (f'<section id="{html.escape(anchor)}"><h2>{html.escape(heading)}</h2>{body}'
+            f"</section>")
+
+
+def now() -> str:
+    """The time a report is made, local, to the minute, with its zone."""
+    return _dt.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z").strip()
