@@ -30,6 +30,7 @@ class LazyGroup(click.Group):
         "methods": ("anonkit.cli.methods", "methods_cmd"),
         "release": ("anonkit.cli.release", "release"),
         "risk": ("anonkit.cli.risk", "risk"),
+        "serve": ("anonkit.cli.serve", "serve"),
         "testdata": ("anonkit.cli.testdata", "testdata"),
     }
 
