@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip
 
-.PHONY: demo test lint bench postgres clean
+.PHONY: demo test lint bench postgres chromium clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,13 +37,22 @@ postgres:
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq postgresql >/dev/null; \
 	fi
 
-test: $(VENV)/.installed-test postgres
+# The web app's tests drive a real browser: Debian's chromium, installed when missing.
+chromium:
+	@if [ ! -x /usr/bin/chromium ]; then \
+		echo "installing chromium from Debian's packages"; \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
+	fi
+
+test: $(VENV)/.installed-test postgres chromium
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/python -m pytest -q
 
 bench: $(VENV)/.installed-test
 	$(BIN)/python benchmarks/mondrian.py
 	$(BIN)/python benchmarks/history.py
+	$(BIN)/python benchmarks/global_recoding.py
 
 clean:
 	rm -rf $(VENV) anonkit-demo .pytest_cache .ruff_cache .hypothesis

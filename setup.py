@@ -1,6 +1,6 @@
 """Build of the C extensions (the Mondrian kernel, the (k,e) kernel, the m-invariance split,
-the code trees of compression anonymity, the release knowledge's propagation, the CSV
-writer); all other metadata is in pyproject.toml."""
+the code trees of compression anonymity, the class counting of global recoding, the release
+knowledge's propagation, the CSV writer); all other metadata is in pyproject.toml."""
 
 from setuptools import Extension, setup
 
@@ -23,6 +23,11 @@ setup(
             ["src/anonkit/algorithms/_minvariance_c.c"],
             # float scores bit-identical to the plainly written rule, so ties resolve alike
             extra_compile_args=["-O3", "-ffp-contract=off"],
+        ),
+        Extension(
+            "anonkit.algorithms._recoding_c",
+            ["src/anonkit/algorithms/_recoding_c.c"],
+            extra_compile_args=["-O3"],
         ),
         Extension(
             "anonkit.algorithms._compression_c",

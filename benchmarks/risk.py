@@ -1,6 +1,6 @@
 """Population uniqueness at scale: a synthetic 1,000,000 x 8 table of coded quasi-identifiers
 is grouped into equivalence classes with numpy, then every estimator of
-:mod:`anonkit.metrics.population` runs on the class sizes. The issue's target: table ->
+:mod:`anonkit.models.population_estimates` runs on the class sizes. The issue's target: table ->
 class sizes -> population uniqueness in at most 1 s.
 
 The columns are skewed (Zipf-like) codes with Adult-like domains (2 to 90 values), so the
@@ -17,7 +17,7 @@ import argparse
 import numpy as np
 from timing import best_of, print_table
 
-from anonkit.metrics.population import population_uniqueness, size_frequencies
+from anonkit.models.population_estimates import population_uniqueness, size_frequencies
 
 #: domain sizes of the 8 columns (Adult's sex, age, race, marital status, education,
 #: native country, workclass, occupation)

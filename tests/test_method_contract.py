@@ -39,6 +39,8 @@ SETTINGS: dict[str, dict[str, object]] = {
            "k": 4, "e": 2000, "seed": 1},
     "m-invariance": {"quasi_identifiers": ["age", "zip"], "sensitive": "disease", "m": 3,
                      "seed": 1},
+    "global": {"quasi_identifiers": ["age", "sex", "race"], "sensitive": "disease", "k": 5,
+               "l": 2, "build": {"age": "intervals:5,10,20"}},
 }
 ROWS = 1_500
 #: the models a sequential method's releases claim, as text, for the independent re-check

@@ -59,6 +59,11 @@ _LAZY = {
 __all__ = ["AnonkitError", "InputError", "ModelNotMetError", *_LAZY]
 
 
+def __dir__() -> list[str]:
+    """The public names too, though each is imported on first use."""
+    return sorted({*(n for n in globals() if n.startswith("__")), *__all__})
+
+
 def __getattr__(name: str) -> object:
     if name in _LAZY:
         module, attribute = _LAZY[name]

@@ -14,6 +14,12 @@ class AnonkitWarning(UserWarning):
     ``warning:`` line."""
 
 
+class NoInformationWarning(AnonkitWarning):
+    """Every quasi-identifier of a release is fully generalized: the release meets its
+    models by telling nothing about anyone's quasi-identifiers (worth a look before it is
+    filed: a smaller k, fewer models or a hierarchy usually keep something)."""
+
+
 class InputError(AnonkitError, ValueError):
     """Bad input: the message names the culprit (column, row, value) and what to do."""
 

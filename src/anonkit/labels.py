@@ -26,15 +26,19 @@ as a value alone is, and followed by `` or missing`` when a missing cell shares 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 import numpy as np
 
 from anonkit._util.numbers import exact_number
+
+if TYPE_CHECKING:
+    from anonkit.hierarchy.base import Hierarchy
 
 #: inside a label, the word for a missing cell (a class of missing cells only is released
 #: as an empty field)
@@ -378,3 +382,71 @@ def label_boxes(names: Sequence[object] | np.ndarray) -> LabelBoxes:
     distinct[:] = list(ids)
     return LabelBoxes(kind, low, high, offsets, np.asarray(member_ids, dtype=np.int64),
                       distinct)
+
+
+# -- reading against a population: which values a label covers --------------------------------
+
+
+def cover_matrix(labels: Sequence[object], values: Sequence[object],
+                 hierarchy: Hierarchy | None = None) -> np.ndarray:
+    """Per (distinct label, distinct original value): does the label stand for the value,
+    as :func:`covers` judges it (a value, a set, a range; a missing cell)? With the column's
+    ``hierarchy``, a label that is one of its nodes also stands for every leaf below it.
+    Each label is parsed once and compared with all the values at once, so a population of
+    many rows costs one pass per distinct label, not per row; a label the writer cannot
+    have made stands for its own text only."""
+    texts: list[str] = []
+    numbers = np.full(len(values), np.nan)
+    missing = np.zeros(len(values), dtype=bool)
+    for j, value in enumerate(values):
+        if value is None or (isinstance(value, float) and math.isnan(value)) \
+                or type(value).__name__ == "NAType":
+            missing[j] = True
+            texts.append("")
+            continue
+        texts.append(exact_number(value))
+        with contextlib.suppress(TypeError, ValueError):  # a value that is no number
+            numbers[j] = float(value)  # type: ignore[arg-type]
+    where: dict[str, list[int]] = {}
+    for j, text in enumerate(texts):
+        if not missing[j]:
+            where.setdefault(text, []).append(j)
+    below = _leaves_below(hierarchy) if hierarchy is not None else {}
+    out = np.zeros((len(labels), len(values)), dtype=bool)
+    for i, label in enumerate(labels):
+        try:
+            parsed = parse_label(label)
+        except ValueError:
+            parsed = ParsedLabel(values=(str(label),))
+        row = out[i]
+        if parsed.missing:
+            row |= missing
+        if parsed.is_range:
+            assert parsed.low is not None and parsed.high is not None
+            try:
+                low, high = float(parsed.low), float(parsed.high)
+            except ValueError:  # bounds that are not numbers: equal values only
+                for bound in (parsed.low, parsed.high):
+                    row[where.get(bound, [])] = True
+            else:
+                row |= (numbers >= low) & (numbers <= high)
+                # a value that is no number is covered by a bound equal to it (as covers)
+                for bound in (parsed.low, parsed.high):
+                    hits = [j for j in where.get(bound, []) if math.isnan(numbers[j])]
+                    row[hits] = True
+            continue
+        for text in parsed.values:
+            row[where.get(text, [])] = True
+            for leaf in below.get(text, ()):
+                row[where.get(leaf, [])] = True
+    return out
+
+
+def _leaves_below(hierarchy: Hierarchy) -> dict[str, tuple[str, ...]]:
+    """Every inner node's label of ``hierarchy``, with the leaves below it."""
+    below: dict[str, list[str]] = {}
+    for row in hierarchy.labels.tolist():
+        leaf = str(row[0])
+        for node in dict.fromkeys(str(cell) for cell in row[1:]):
+            below.setdefault(node, []).append(leaf)
+    return {node: tuple(leaves) for node, leaves in below.items()}

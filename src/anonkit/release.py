@@ -20,18 +20,22 @@ method produced the release.
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum, StrEnum
+from html import escape
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from anonkit._util.numbers import display_number, measured_text
 from anonkit._util.randomness import privacy_rng
 from anonkit.data.schema import Schema
 from anonkit.data.write import output_codec
-from anonkit.errors import InputError, ModelNotMetError
-from anonkit.models.base import PrivacyModel, Verdict, exact_number
+from anonkit.errors import InputError, ModelNotMetError, NoInformationWarning
+from anonkit.models.base import PrivacyModel, Verdict, format_parameters
 
 
 class ReleaseKind(StrEnum):
@@ -60,6 +64,86 @@ class ThreatModel(StrEnum):
     INCREMENTAL_KE = "incremental-(k,e)"
     #: monotone generalization: later releases only refine, so intersections narrow nothing
     MONOTONE = "monotone-generalization"
+
+
+#: a release's overall status, as its report's banner, its console summary and ``--json``
+#: say it: only a release with a formal guarantee whose every model holds is "passed"; a
+#: heuristic one is "no formal guarantee" whatever its verdicts say (its k >= 1 holds for
+#: any table)
+PASSED = "passed"
+NO_FORMAL_GUARANTEE = "no formal guarantee"
+FAILED = "failed"
+#: what the status NO FORMAL GUARANTEE means, where it is printed
+NO_FORMAL_GUARANTEE_TEXT = ("a heuristic release, accepted explicitly; its verdicts hold "
+                            "for any table and protect no one")
+
+
+def release_status(passed: bool, formal_guarantee: bool) -> str:
+    """:data:`PASSED`, :data:`NO_FORMAL_GUARANTEE` or :data:`FAILED`."""
+    if not passed:
+        return FAILED
+    return PASSED if formal_guarantee else NO_FORMAL_GUARANTEE
+
+
+def recorded_formal_guarantee(parameters: Mapping[str, object]) -> bool:
+    """Whether a release recorded with ``parameters`` (a history's, a report's) has a
+    formal guarantee: a heuristic method records ``guarantee = "none: ..."`` with it."""
+    return not str(parameters.get("guarantee", "")).startswith("none")
+
+
+def fully_generalized(quasi_identifiers: Sequence[str], metrics: Mapping[str, float]) -> bool:
+    """Whether every quasi-identifier lost all its information (NCP 100 %: one value for
+    the whole domain). False when a QI has no NCP (kept exact, or not measured)."""
+    ncps = [metrics.get(f"ncp.{q}") for q in quasi_identifiers]
+    return bool(ncps) and all(x is not None and float(x) >= 1 - 1e-9 for x in ncps)
+
+
+NO_INFORMATION = ("every quasi-identifier is fully generalized (NCP 100 %): the release "
+                  "meets its models by telling nothing about them; a smaller k, fewer "
+                  "models or a hierarchy with middle levels usually keeps something")
+
+
+def warn_if_no_information(release: Release) -> None:
+    """:class:`NoInformationWarning` when every quasi-identifier of ``release`` is fully
+    generalized (see :func:`fully_generalized`)."""
+    if fully_generalized(release.schema.quasi_identifiers, release.metrics):
+        warnings.warn(NoInformationWarning(f"{release.method}: {NO_INFORMATION}"),
+                      stacklevel=3)
+
+
+#: what a suppressed cell shows (a suppressed row shows it in every quasi-identifier)
+SUPPRESSED = "*"
+
+
+@dataclass(frozen=True)
+class RecodingSummary:
+    """What a full-domain global recoding chose and how it searched: per quasi-identifier
+    its ``levels`` (0: the value) of ``heights`` levels, the ``metric`` minimised and its
+    ``value``, the ``lattice`` statistics (nodes, checked, tagged, pruned, qualifying), the
+    suppressed rows per class of the chosen node (``suppressed_classes``: its labels and
+    ``rows``; counts below k, so for the steward only) and every metric at the chosen node
+    (``utility``, against the original)."""
+
+    levels: dict[str, int]
+    heights: dict[str, int]
+    metric: str
+    value: float
+    lattice: dict[str, int]
+    suppressed_classes: pd.DataFrame
+    utility: dict[str, float]
+
+    @property
+    def suppressed_rows(self) -> int:
+        return int(self.suppressed_classes["rows"].sum()) if len(self.suppressed_classes) \
+            else 0
+
+    def describe(self) -> str:
+        """One line: the levels, the metric, the suppressed rows and the lattice."""
+        levels = ", ".join(f"{name}={level}/{self.heights[name] - 1}"
+                           for name, level in self.levels.items())
+        lattice = ", ".join(f"{count} {what}" for what, count in self.lattice.items())
+        return (f"levels {levels}; {self.metric} = {_number(self.value)}; "
+                f"{self.suppressed_rows} rows suppressed; lattice: {lattice}")
 
 
 @dataclass(frozen=True)
@@ -140,6 +224,14 @@ class Release:
     seeded: bool = False
     method_state: bytes | None = None
     cut_tree: CutTree | None = None
+    #: the share of rows the method may release suppressed (every quasi-identifier
+    #: :data:`SUPPRESSED`): the verifier takes those rows as one class exempt from the
+    #: models and refuses the release when they exceed the share. None: no row is
+    #: suppressed, and every class is held to every model
+    suppression_limit: float | None = None
+    #: a global recoding's search (levels, lattice, suppressed classes), for the steward's
+    #: report (None for every other method); never written or published
+    recoding: RecodingSummary | None = None
     #: set by the verifier: the ``data`` object it verified and what it found there;
     #: the boundary restores its findings over anything set since, and verifies again
     #: when ``data`` was replaced
@@ -208,6 +300,11 @@ class Release:
     def n_classes(self) -> int:
         return len(self.classes)
 
+    @property
+    def status(self) -> str:
+        """:data:`PASSED`, :data:`NO_FORMAL_GUARANTEE` or :data:`FAILED`."""
+        return release_status(self.passed, self.formal_guarantee)
+
     def failures(self) -> list[Verdict]:
         return [v for v in self.verdicts if not v.passed]
 
@@ -235,8 +332,10 @@ class Release:
             lines.append("  seeded: the privacy randomness came from a given seed (tests and "
                          "studies only)")
         if not self.formal_guarantee:
-            lines.append("  heuristic: this release has no formal privacy guarantee")
+            lines.append(f"  status: NO FORMAL GUARANTEE: {NO_FORMAL_GUARANTEE_TEXT}")
         lines += [f"  {v}" for v in self.verdicts]
+        if self.recoding is not None:
+            lines.append("  " + self.recoding.describe())
         if verbose:
             lines += [f"  {k} = {_number(v)}" for k, v in self.metrics.items()]
             return "\n".join(lines)
@@ -249,6 +348,31 @@ class Release:
                          f"{_number(1 / m['prosecutor.max'])} rows)")
         lines.append("  (--verbose or --json for every figure)")
         return "\n".join(lines)
+
+    # -- in a notebook -------------------------------------------------------------------
+    def __repr__(self) -> str:
+        """One line: what a notebook or a debugger shows (the table is ``data``)."""
+        verdicts = "; ".join(f"{v.model} {'passed' if v.passed else 'FAILED'}"
+                             for v in self.verdicts) or "not verified"
+        heuristic = ", NO FORMAL GUARANTEE" if not self.formal_guarantee else ""
+        seeded = ", seeded" if self.seeded else ""
+        return (f"<Release {self.method}: {len(self.data)} rows in {self.n_classes} classes "
+                f"({self.kind.value}{heuristic}{seeded}); {verdicts}>")
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: the verdicts, then the first released rows (escaped)."""
+        rows = "".join(
+            f"<tr><td>{escape(v.model)}</td><td>{escape(format_parameters(v.parameters))}"
+            f"</td><td>{'PASS' if v.passed else 'FAIL'}</td>"
+            f"<td>{escape(v.measure)} = {escape(measured_text(v.measured, v.required, v.passed))}"
+            f"</td></tr>" for v in self.verdicts)
+        heuristic = ("<p><b>NO FORMAL GUARANTEE</b>: a heuristic release.</p>"
+                     if not self.formal_guarantee else "")
+        return (f"<div><p><b>{escape(self.method)}</b>: {len(self.data)} rows in "
+                f"{self.n_classes} classes ({escape(self.kind.value)} release)</p>{heuristic}"
+                f"<table><tr><th>model</th><th>parameters</th><th>verdict</th>"
+                f"<th>measured</th></tr>{rows}</table>"
+                f"{self.data.head(5).to_html(escape=True, max_cols=20)}</div>")
 
 
 @dataclass(frozen=True)
@@ -271,7 +395,7 @@ def auxiliary_path(release_path: Path, name: str) -> Path:
 
 def _number(value: float) -> str:
     """Whole numbers as such (30162, not 3.016e+04); others to four significant digits."""
-    return exact_number(value) if float(value).is_integer() else f"{value:.4g}"
+    return display_number(value)
 
 
 def require_input_rows(release: Release, n_input_rows: int) -> None:

@@ -24,7 +24,7 @@ import pandas as pd
 import pyarrow as pa
 
 from anonkit._util.grouping import group_rows
-from anonkit.checker import CheckReport, check
+from anonkit.checker import CheckReport, check, suppression_verdict
 from anonkit.data.formulas import (
     FormulaCellsWarning,
     formula_cells,
@@ -33,7 +33,15 @@ from anonkit.data.formulas import (
 )
 from anonkit.data.write import output_format, to_arrow, write_table
 from anonkit.errors import InputError, ModelNotMetError
-from anonkit.release import Provenance, Release, ReleaseKind, Verification, auxiliary_path
+from anonkit.models.base import Verdict
+from anonkit.release import (
+    SUPPRESSED,
+    Provenance,
+    Release,
+    ReleaseKind,
+    Verification,
+    auxiliary_path,
+)
 
 
 def verify_release(release: Release, *, force: bool = False) -> CheckReport | None:
@@ -65,21 +73,44 @@ def verify_release(release: Release, *, force: bool = False) -> CheckReport | No
     if release.kind is ReleaseKind.PERMUTED and release.group_column is None:
         raise InputError(f"method {release.method!r} made a permuted release without a group "
                          f"column; its groups must be published explicitly")
-    schema = release.schema
-    sensitive = [schema[name] for name in schema.sensitive]
-    report = check(release.data, schema.quasi_identifiers, schema.sensitive or None,
-                   release.models,
-                   kinds={c.name: c.kind for c in sensitive if c.kind},
-                   hierarchies={c.name: c.hierarchy for c in sensitive if c.hierarchy},
-                   orders={c.name: c.order for c in sensitive if c.order},
-                   group_column=release.group_column)
-    release.verdicts = list(report.verdicts)
+    report, release.verdicts = judged(release, release.data)
     release.class_ids = report.class_ids
     release.classes = class_table(release, report.class_ids, report.first_rows,
                                   report.quasi_identifiers)
     release.verification = Verification(id(release.data), tuple(release.verdicts),
                                          release.class_ids, release.classes)
     return report
+
+
+def judged(release: Release, rows: pd.DataFrame) -> tuple[CheckReport, list[Verdict]]:
+    """Every model ``release`` claims, judged on ``rows`` (its table as made, or as written
+    and read back) grouped as an adversary groups them; the rows suppressed whole are one
+    class exempt from the models when the release declares a suppression limit, and then
+    counted against it."""
+    schema = release.schema
+    sensitive = [schema[name] for name in schema.sensitive]
+    report = check(rows, schema.quasi_identifiers, schema.sensitive or None,
+                   release.models,
+                   kinds={c.name: c.kind for c in sensitive if c.kind},
+                   hierarchies={c.name: c.hierarchy for c in sensitive if c.hierarchy},
+                   orders={c.name: c.order for c in sensitive if c.order},
+                   group_column=release.group_column,
+                   suppressed=SUPPRESSED if release.suppression_limit is not None else None)
+    verdicts = list(report.verdicts)
+    if release.suppression_limit is not None:
+        verdicts.append(suppression_verdict(report.suppressed_rows, report.n_rows,
+                                            release.suppression_limit))
+    return report, verdicts
+
+
+def columns_judged(release: Release) -> list[str]:
+    """The columns :func:`judged` reads: the group column, the quasi-identifiers, the
+    sensitive columns and any survey-weight column a model reads."""
+    schema = release.schema
+    group = [release.group_column] if release.group_column is not None else []
+    weights = sorted({m.weight_column for m in release.models if m.weight_column is not None})
+    return list(dict.fromkeys([*group, *schema.quasi_identifiers, *schema.sensitive,
+                               *weights]))
 
 
 def class_table(release: Release, class_ids: np.ndarray, first_rows: np.ndarray,
@@ -110,6 +141,31 @@ def refuse_identifiers(release: Release, columns: Iterable[str],
                          f"method {release.method!r} must drop them")
 
 
+def released_table(release: Release, *, unchanged: pa.Table | None = None,
+                   column_order: Sequence[str] | None = None, accept_heuristic: bool = False,
+                   forbidden: Sequence[str] = ()) -> pa.Table:
+    """The table to write for ``release``, after the boundary check (refused unless every
+    model holds, and without identifiers): its columns and the ``unchanged`` ones in
+    ``column_order`` (see :func:`write_release`)."""
+    verify_release(release)
+    release.require_passed(accept_heuristic)
+    extra = unchanged.column_names if unchanged is not None else []
+    refuse_identifiers(release, [*release.data.columns, *extra], forbidden)
+    table = to_arrow(release.data)
+    if unchanged is not None:
+        if unchanged.num_rows != table.num_rows:
+            raise ValueError(f"the unchanged columns have {unchanged.num_rows} rows, the "
+                             f"release {table.num_rows}")
+        columns = dict(zip(table.column_names, table.columns, strict=True))
+        columns |= dict(zip(unchanged.column_names, unchanged.columns, strict=True))
+        order = list(column_order) if column_order is not None else list(columns)
+        # a column the method added (a permuted release's group column) is never lost
+        # to an order taken from the input
+        order += [c for c in table.column_names if c not in order]
+        table = pa.table({name: columns[name] for name in order if name in columns})
+    return table
+
+
 def write_release(release: Release, path: str | Path, fmt: str | None = None, *,
           unchanged: pa.Table | None = None, column_order: Sequence[str] | None = None,
           verbatim: bool = False, accept_heuristic: bool = False,
@@ -133,22 +189,8 @@ def write_release(release: Release, path: str | Path, fmt: str | None = None, *,
     :class:`~anonkit.data.formulas.FormulaCellsWarning`, or, ``neutralize_formulas``, with a
     leading ``'`` in those cells (:mod:`anonkit.data.formulas`).
     """
-    verify_release(release)
-    release.require_passed(accept_heuristic)
-    extra = unchanged.column_names if unchanged is not None else []
-    refuse_identifiers(release, [*release.data.columns, *extra], forbidden)
-    table = to_arrow(release.data)
-    if unchanged is not None:
-        if unchanged.num_rows != table.num_rows:
-            raise ValueError(f"the unchanged columns have {unchanged.num_rows} rows, the "
-                             f"release {table.num_rows}")
-        columns = dict(zip(table.column_names, table.columns, strict=True))
-        columns |= dict(zip(unchanged.column_names, unchanged.columns, strict=True))
-        order = list(column_order) if column_order is not None else list(columns)
-        # a column the method added (a permuted release's group column) is never lost
-        # to an order taken from the input
-        order += [c for c in table.column_names if c not in order]
-        table = pa.table({name: columns[name] for name in order if name in columns})
+    table = released_table(release, unchanged=unchanged, column_order=column_order,
+                           accept_heuristic=accept_heuristic, forbidden=forbidden)
     target = Path(path)
     fmt = output_format(target, fmt)  # the auxiliary tables take the release's format
     if fmt == "csv":

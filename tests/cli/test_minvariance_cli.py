@@ -66,7 +66,8 @@ def test_cli_infeasible_m_exits_2_and_writes_nothing(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, publish_args(table, tmp_path / "r.csv",
                                                    tmp_path / "h.db"))
     assert result.exit_code == 2, result.output
-    assert "'flu' is 20 of 40 rows (50.0%)" in result.output
+    assert "most frequent sensitive value is 20 of 40 rows (50.0%)" in result.output
+    assert "flu" not in result.output
     assert "largest feasible m is 2" in result.output
     assert not (tmp_path / "r.csv").exists()
     assert not (tmp_path / "r.counterfeits.csv").exists()

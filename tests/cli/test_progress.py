@@ -30,10 +30,10 @@ def command(src: Path, out: Path) -> list[str]:
             "--qi", "age,sex,zip", "--id", "id", "--sensitive", "disease", "-k", "5"]
 
 
-def test_a_terminal_sees_every_step_with_its_rate(tmp_path: Path) -> None:
-    src = census_csv(tmp_path)
+def shown_on_a_terminal(arguments: list[str]) -> str:
+    """What the command draws on a pseudo-terminal as its standard error."""
     leader, follower = os.openpty()
-    proc = subprocess.Popen(command(src, tmp_path / "out.csv"), stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen(arguments, stdout=subprocess.DEVNULL,
                             stderr=follower, stdin=subprocess.DEVNULL)
     os.close(follower)
     shown = b""
@@ -50,8 +50,13 @@ def test_a_terminal_sees_every_step_with_its_rate(tmp_path: Path) -> None:
         elif proc.poll() is not None:
             break
     os.close(leader)
-    assert proc.wait(timeout=60) == 0
-    text = shown.decode(errors="replace")
+    assert proc.wait(timeout=120) == 0
+    return shown.decode(errors="replace")
+
+
+def test_a_terminal_sees_every_step_with_its_rate(tmp_path: Path) -> None:
+    src = census_csv(tmp_path)
+    text = shown_on_a_terminal(command(src, tmp_path / "out.csv"))
     for step in STEPS:
         assert step in text, (step, text)
     assert "rows/s" in text and "20.0k" in text
@@ -64,3 +69,26 @@ def test_no_bar_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
     assert "release written to" in done.stdout
+
+
+def test_reading_counts_the_bytes_of_the_file(tmp_path: Path) -> None:
+    """The reading step shows the bytes read against the file's size, not "0.00 rows"."""
+    src = census_csv(tmp_path)
+    size_kib = src.stat().st_size / 1024
+    text = shown_on_a_terminal(command(src, tmp_path / "out.csv"))
+    reading = [line for line in text.replace("\r", "\n").splitlines()
+               if line.startswith("reading")]
+    assert reading and all("rows" not in line for line in reading), reading
+    assert any(f"{size_kib:.0f}k/{size_kib:.0f}k" in line.replace("i", "") or
+               "100%" in line for line in reading), reading
+
+
+@pytest.mark.slow
+def test_the_dask_engine_draws_the_same_bars(tmp_path: Path) -> None:
+    src = census_csv(tmp_path)
+    text = shown_on_a_terminal([*command(src, tmp_path / "out"), "--engine", "dask",
+                                "--workers", "1"])
+    lines = text.replace("\r", "\n").splitlines()
+    fragments = [line for line in lines if line.startswith("anonymizing fragments")]
+    assert fragments and any(" parts" in line and "100%" in line for line in fragments), lines
+    assert any(line.startswith("verifying the whole output") for line in lines)

@@ -101,16 +101,17 @@ def test_values_outside_the_domain_are_refused() -> None:
     encoding = Encoding.fit(a, schema_of(a))
     b = a.copy()
     b.loc[4, "age"] = 99
-    with pytest.raises(InputError, match=r"column 'age' row 4 has 99, which is outside its "
+    with pytest.raises(InputError, match=r"column 'age' row 4 has a value outside its "
                                          r"encoding's domain .*declare a domain that includes "
                                          r"it, or refit"):
         encoding.transform(b)
     c = a.assign(edu=["HS", "HS", "HS", "Dr", "HS", "HS"])
-    with pytest.raises(InputError, match=r"column 'edu' row 3 has 'Dr', which is outside"):
+    with pytest.raises(InputError, match=r"column 'edu' row 3 has a value outside"):
         encoding.transform(c)
     d = a.assign(disease=["flu", "flu", "flu", "flu", "flu", "measles"])
-    with pytest.raises(InputError, match=r"column 'disease' row 5 has 'measles'"):
+    with pytest.raises(InputError, match=r"column 'disease' row 5 has a value outside") as err:
         encoding.transform(d)
+    assert "measles" not in str(err.value)  # a sensitive value never goes into a message
     with pytest.raises(InputError, match=r"column 'salary' of the encoding is not in the table"):
         encoding.transform(a.drop(columns="salary"))
 
@@ -182,7 +183,7 @@ def test_declared_domain_errors() -> None:
     with pytest.raises(InputError, match=r"range given for column 'age' is \(18.5, 99\)"):
         Encoding.from_domain(schema, full | {"age": (18.5, 99)})
     with pytest.raises(InputError, match="column 'age' is numeric but its declared domain has "
-                                         "'old'"):
+                                         "a value that is not a number"):
         Encoding.from_domain(schema, full | {"age": [20, "old"]})
     with pytest.raises(InputError, match="'zip' has values missing from its hierarchy: '99999'"):
         Encoding.from_domain(schema, full | {"zip": ["02139", "99999"]})
@@ -229,7 +230,7 @@ def test_a_hierarchy_on_a_numeric_column_is_stored_and_infinite_numbers_refused(
     assert_same_table(back.transform(df), encode(df, schema))
     # an infinite number is no value a range can generalize: refused, naming the row
     infinite = df.assign(x=[1.5, np.inf, -np.inf, 1.5])
-    with pytest.raises(InputError, match=r"column 'x' is numeric but row 1 has inf"):
+    with pytest.raises(InputError, match=r"column 'x' is numeric but row 1 has an infinite number"):
         Encoding.fit(infinite, Schema.from_roles(infinite, ["age", "x"],
                                                  hierarchies={"age": ages}))
     from_leaves = Encoding.from_domain(schema, {"x": [1.5, 2.0, -3.0]})

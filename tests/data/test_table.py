@@ -109,10 +109,11 @@ def test_text_that_is_mostly_numbers_is_refused() -> None:
                                   "9007199254740993", " 00009007199254740993 "])
 def test_text_that_float64_would_round_is_refused_as_numeric(text: str) -> None:
     series = pd.Series(["5", text, "7", text], dtype=object)
-    with pytest.raises(InputError, match=rf"column 'c' is numeric but row 1 has "
-                                         rf"'{text.strip()}', which float64 cannot hold "
-                                         rf"exactly .*--kind c=categorical"):
+    with pytest.raises(InputError, match=r"column 'c' is numeric but row 1 has an integer "
+                                         r"that float64 cannot hold exactly .*--kind "
+                                         r"c=categorical") as err:
         encoded(series, kind=Kind.NUMERIC)
+    assert text.strip() not in str(err.value)  # (it may be a sensitive value)
     # as text the values are kept as they are, spaces included
     assert encoded(series, kind=Kind.CATEGORICAL).values.tolist() == sorted(
         {"5", "7", text})

@@ -469,6 +469,20 @@ def test_a_secret_beside_the_history_warns_once_per_process(
         HistoryStore.open(tmp_path / "b.db", create=True).close()
 
 
+def test_a_secret_beside_the_history_warns_when_the_history_is_created_only(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each command is a process of its own: list, show and audit of an existing history
+    (another process, here a reset flag) do not repeat the warning its creation gave."""
+    monkeypatch.setattr(secret_module, "_warned_beside", False)
+    with pytest.warns(SecretBesideHistoryWarning):
+        HistoryStore.open(tmp_path / "a.db", create=True).close()
+    monkeypatch.setattr(secret_module, "_warned_beside", False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SecretBesideHistoryWarning)
+        HistoryStore.open(tmp_path / "a.db", read_only=True).close()
+        HistoryStore.open(tmp_path / "a.db").close()
+
+
 def test_a_secret_kept_elsewhere_does_not_warn(tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(secret_module, "_warned_beside", False)

@@ -73,7 +73,7 @@ def test_anonymize_equals_the_command_line(census: Path, tmp_path: Path, method:
     done = CliRunner().invoke(main, ["anonymize", str(census), "-o", str(by_cli), "--json",
                                      "--method", method, *_cli_roles(roles), *flags])
     assert done.exit_code == 0, done.output
-    answer = json.loads(done.output)
+    answer = json.loads(done.stdout)  # (a warning, e.g. no information left, goes to stderr)
 
     df = anonkit.read_table(census)
     release = anonkit.anonymize(df, method, **roles, **options)  # type: ignore[arg-type]
@@ -220,7 +220,7 @@ def test_history_warns_through_the_callers_function(tmp_path: Path,
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         jobs.History(tmp_path / "h.db", read_only=True).close()
-    assert [w.category for w in caught] == [secret_module.SecretBesideHistoryWarning]
+    assert caught == []  # once per history: when it was created
 
 
 def test_the_package_exports_the_api() -> None:

@@ -269,3 +269,83 @@ def test_the_tree_walks_as_the_notebooks_follow(k: int, depth: int,
                                           strict=True), start=1):
         tree.insert(v)
         assert tree.spans() == expected, (values[:n], k, depth)
+
+
+# -- a domain that grows (issue 22, item 4) -----------------------------------------------------
+
+
+def test_the_domain_grows_with_later_values_and_intersections_hold_k(tmp_path) -> None:
+    """No --domain: four insertion releases whose largest age grows past the first
+    release's range (and past the tree's 2^depth codes: the tree doubles) all publish, and
+    every person's spans intersect to a range holding >= k rows of the latest release."""
+    from oracles.stream_tree import thin_intersections
+
+    rng = np.random.default_rng(3)
+    ages = np.concatenate([rng.integers(17, 41, 120), rng.integers(30, 61, 60),
+                           rng.integers(40, 92, 60), rng.integers(50, 131, 60)])
+    ends = (120, 180, 240, 300)
+    labels: list[dict[str, str]] = []
+    with HistoryStore.open(tmp_path / "h.db", create=True) as store:
+        for n, end in enumerate(ends):
+            assert n == 0 or ages[:end].max() > ages[:ends[n - 1]].max()
+            df = pd.DataFrame({"id": np.arange(end), "age": ages[:end]})
+            info = publish(store, df, request(), tmp_path / f"r{n}.csv", shuffle=False)
+            released = pd.read_csv(tmp_path / f"r{n}.csv", dtype=str)
+            labels.append(dict(zip(map(str, range(end)), released["age"], strict=True)))
+            assert info.parameters["domain"] == f"{ages[:end].min()},{ages[:end].max()}"
+        with pytest.raises(InputError, match=r"grows with it .*leave --domain out"):
+            publish(store, pd.DataFrame({"id": [0], "age": [20]}), request(domain=(0, 200)),
+                    tmp_path / "x.csv")
+        report = audit(store, "people")
+    assert not report.breached, report.summary()
+    latest = {str(i): int(a) for i, a in enumerate(ages)}
+    assert thin_intersections(labels, latest, 5) == {}
+    # the oracle can fail: a span narrowed to one person's value is caught
+    loner = int(np.argmax(ages))
+    narrowed = {str(loner): f"[{ages[loner]}-{ages[loner] + 1}]"} \
+        if (ages == ages[loner]).sum() < 5 else {str(loner): "1000"}
+    assert str(loner) in thin_intersections([*labels, narrowed], latest, 5)
+
+
+def test_a_declared_domain_stays_fixed_and_an_old_state_does_not_grow() -> None:
+    tree = StreamTree(2, (0, 89))
+    assert not tree.growable
+    with pytest.raises(InputError, match="without --domain the domain grows"):
+        tree.codes_of(np.array([90]))
+    restored, _, _ = StreamTree.from_bytes(StreamTree(2, (5, 9), growable=True).to_bytes())
+    assert restored.growable and restored.origin == 5
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.integers(-40, 80), min_size=1, max_size=20), min_size=2,
+                max_size=4), st.integers(1, 4))
+def test_growing_keeps_every_node_a_node(batches: list[list[int]], k: int) -> None:
+    """After growing (above or below), every earlier span is still a node's: walking
+    through the new roots down to the old one gives each value the span it had (only a clip
+    to the old domain's ends may widen), the plain walk gives a span holding it, and the
+    counts over the grown tree are those of a fresh tree over the grown domain."""
+    first = np.asarray(batches[0])
+    tree = StreamTree(k, (int(first.min()), int(first.max())), growable=True)
+    tree.insert_many(first)
+    seen = first
+    split = tree.split_nodes()
+    for batch in batches[1:]:
+        before = tree.spans_of(seen, split)
+        (old_low, old_high), old_depth = tree.domain, tree.depth
+        new = np.asarray(batch)
+        split, _ = tree.grow(int(new.min()), int(new.max()), split)
+        through_old_root = split.copy()
+        codes = tree.codes_of(seen)
+        for level in range(tree.depth - old_depth):
+            through_old_root[tree._nodes(codes, level)] = True
+        lo, hi = tree.spans_of(seen, through_old_root)
+        assert ((lo == before[0]) | ((before[0] == old_low) & (lo <= old_low))).all()
+        assert ((hi == before[1]) | ((before[1] == old_high) & (hi >= old_high))).all()
+        lo, hi = tree.spans_of(seen, split)
+        assert (lo <= before[0]).all() and (hi >= before[1]).all()
+        tree.insert_many(new)
+        seen = np.concatenate([seen, new])
+        fresh = StreamTree(k, tree.domain, origin=tree.origin)
+        fresh.insert_many(seen)
+        assert (fresh.counts == tree.counts).all()
+        split = tree.split_nodes() | split

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from anonkit._util.grouping import group_rows
 from anonkit.errors import InputError
-from anonkit.metrics.individual import household_risk, individual_risk
+from anonkit.models.individual_estimates import household_risk, individual_risk
 
 # sdcMicro's sample_Data (column-major in R): keys A, B, C and the weight
 A = [2, 3, 2, 2, 3, 3, 1, 2]

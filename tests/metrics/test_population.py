@@ -1,4 +1,4 @@
-"""Population uniqueness from a sample (:mod:`anonkit.metrics.population`).
+"""Population uniqueness from a sample (:mod:`anonkit.models.population_estimates`).
 
 Known answers are ARX's own expected figures (``arx-deidentifier/arx`` at commit
 ``aacd487``, ``src/test/org/deidentifier/arx/test/TestRiskMetrics.java``), on the same
@@ -23,7 +23,7 @@ from scipy import special, stats
 from anonkit._util.grouping import group_rows
 from anonkit.datasets import load_adult
 from anonkit.errors import InputError
-from anonkit.metrics.population import (
+from anonkit.models.population_estimates import (
     PopulationUniqueness,
     _pitman_system,
     _snb_system,

@@ -28,6 +28,7 @@ from anonkit.models import (
     TCloseness,
     parse_model,
 )
+from anonkit.models.risk import DeltaPresence, IndividualRiskModel, KMap, PopulationUniquenessModel
 from anonkit.models.text import MODEL_KEYS, TEXT_MODELS
 
 SETTINGS = settings(max_examples=300, deadline=None,
@@ -52,6 +53,13 @@ STRATEGIES: dict[type[PrivacyModel], st.SearchStrategy[PrivacyModel]] = {
     EnhancedBetaLikeness: st.builds(EnhancedBetaLikeness, POSITIVE),
     KEAnonymity: st.builds(KEAnonymity, WHOLE, NON_NEGATIVE),
     MUniqueness: st.builds(MUniqueness, WHOLE),
+    PopulationUniquenessModel: st.builds(PopulationUniquenessModel, st.floats(0.0, 1.0),
+                                         st.sampled_from(["dankar", "pitman", "zayatz",
+                                                          "snb"])),
+    KMap: st.builds(KMap, WHOLE, st.sampled_from(["poisson", "zero-truncated-poisson"])),
+    DeltaPresence: st.tuples(st.floats(0.0, 1.0), st.floats(0.0, 1.0)).map(
+        lambda bounds: DeltaPresence(min(bounds), max(bounds))),
+    IndividualRiskModel: st.builds(IndividualRiskModel, st.floats(0.0, 1.0)),
 }
 MODELS = st.one_of(*STRATEGIES.values())
 

@@ -397,9 +397,10 @@ def test_thresholds_and_levels_print_exactly() -> None:
     classes = table(SALARY_GROUPS)
     text = str(TCloseness(0.12345678).verdict(classes))
     assert "(t=0.12345678, distance=auto)" in text and "required EMD <= 0.12345678" in text
-    # the level as compared, float noise included: never rounded to look like another
+    # the level rounded for reading (issue 22), never onto the other side of the threshold;
+    # exact in the verdict itself (and --json)
     level = float(TCloseness(0.12345678).levels(classes).max())
-    assert f"measured EMD = {level!r}," in text
+    assert "measured EMD = 0.375," in text and level == pytest.approx(0.375)
     v = KEAnonymity(2, 1e9).verdict(table([[0, 999_999_999]]))
     assert "(k=2, e=1000000000)" in str(v) and "e+09" not in str(v)
     assert "measured min(distinct/k, range/e) = 0.999999999, required" in str(v)
@@ -503,9 +504,9 @@ def test_verdict_text_and_dict() -> None:
     classes = table(LIKENESS_GROUPS)
     v = DeltaDisclosure(1.0).verdict(classes)
     text = str(v)
-    # parameters and levels as they are, never rounded: ln 5 in full
-    assert text.startswith("FAIL δ-disclosure privacy (delta=1): measured δ = "
-                           f"{math.log(5)!r}")
+    # parameters as they are; the level rounded for reading (issue 22), exact in the dict
+    assert text.startswith("FAIL δ-disclosure privacy (delta=1): measured δ = 1.609, ")
+    assert v.to_dict()["measured"] == math.log(5)
     assert "required δ < 1;" in text and "1 of 3 classes fail" in text
     d = v.to_dict()
     assert d["comparison"] == "<" and d["worst_class_size"] == 2 and d["passed"] is False

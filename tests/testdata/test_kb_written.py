@@ -308,7 +308,8 @@ def release(work: Path, source: str, raw: Sequence[tuple[Any, ...]], k: int, opt
     program.write_text(source)
     write_csv(data, raw)
     args = ["testdata", "--program", f"{program}:f", "--data", str(data), "-k", str(k),
-            "--option", option, "-o", str(out), "--seed", str(seed), "--json", "--workers", "1",
+            "--configuration", option, "-o", str(out), "--seed", str(seed), "--json",
+            "--workers", "1",
             *[a for n, t in TYPES.items() for a in ("--type", f"{n}={t}")]]
     if opt_out:
         args += ["--opt-out", ",".join(opt_out)]

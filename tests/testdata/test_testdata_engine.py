@@ -268,7 +268,7 @@ def test_cli_writes_the_release_and_the_report(tmp_path: Path) -> None:
     out, report = tmp_path / "released.csv", tmp_path / "kb.html"
     runner = CliRunner()
     result = runner.invoke(main, ["testdata", "--program", program, "--data", str(raw_path),
-                                  "-k", "5", "--option", "P-T", "-o", str(out),
+                                  "-k", "5", "--configuration", "P-T", "-o", str(out),
                                   "--report", str(report), "--json", "--seed", "1",
                                   "--type", "postcode=str"])
     assert result.exit_code == 0, result.output

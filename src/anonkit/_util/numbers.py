@@ -63,6 +63,44 @@ def exact_number(value: object) -> str:
     return str(value)
 
 
+def display_number(value: object, digits: int = 4) -> str:
+    """A measured figure as a console line shows it: rounded to ``digits`` significant
+    digits (``exp(entropy) = 5`` for 5.000000000000001, ``β = 1.494`` for
+    1.4939728988278327), but never in its integer part (30162.4 is 30162). Only for what
+    was measured: a threshold a person gave is shown by :func:`exact_number`, never
+    rounded."""
+    value = _numpy_scalar(value)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return exact_number(value)
+    if isinstance(value, int) or not math.isfinite(value) or value == 0:
+        return exact_number(value)
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
+    return _float_text(round(value, decimals))
+
+
+def measured_text(measured: object, required: object, passed: bool) -> str:
+    """A measured level beside its threshold: :func:`display_number`, with as many more
+    digits as it takes for the shown level to sit on the same side of the threshold as
+    the level itself (a failing 0.999999999 against 1 is never shown as 1, a passing
+    2.00004 against 2.00003 never as 2); only a passing level within the models'
+    tolerance (1e-9, relative) of its threshold may be shown as equal to it
+    (``exp(entropy) = 5`` for 5.000000000000001)."""
+    level, threshold = _numpy_scalar(measured), _numpy_scalar(required)
+    if not (isinstance(level, float) and isinstance(threshold, int | float)
+            and math.isfinite(level) and math.isfinite(threshold)) or level == 0:
+        return exact_number(level)
+
+    def side(x: float) -> int:
+        return (x > threshold) - (x < threshold)
+
+    near = abs(level - threshold) <= 1e-9 * max(1.0, abs(threshold))
+    for digits in (4, 6, 9, 12, 15):
+        shown = round(level, max(0, digits - 1 - math.floor(math.log10(abs(level)))))
+        if side(shown) == side(level) or (passed and near and shown == threshold):
+            return _float_text(shown)
+    return exact_number(level)
+
+
 def exact_numbers(values: np.ndarray) -> np.ndarray:
     """:func:`exact_number` of every entry of a numeric array, as an object array of str;
     vectorised, as a column may hold a million distinct values."""

@@ -195,6 +195,22 @@ def _solve(order: np.ndarray, v: np.ndarray, k: int, e: float, places: int | Non
 # -- knowledge carried between releases ----------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Slots:
+    """Lasting groups: ``slot_of`` per record of a :class:`ValuesLeft` (aligned with its
+    keys; -1: none), and per slot its multiset in CSR form: distinct values sorted
+    (``values[ptr[s]:ptr[s + 1]]``) with their counts."""
+
+    slot_of: np.ndarray  # (n_records,) int64
+    ptr: np.ndarray  # (n_slots + 1,) int64
+    values: np.ndarray  # float64
+    counts: np.ndarray  # int64
+
+    @property
+    def n_slots(self) -> int:
+        return len(self.ptr) - 1
+
+
 @dataclass
 class ValuesLeft:
     """Per record ever released (by history pseudonym), the values an adversary holding every
@@ -209,21 +225,35 @@ class ValuesLeft:
     #: knowledge forward (the value of its group column), -1 when not in it; None when
     #: not recorded
     group: np.ndarray | None = None
+    #: the lasting groups of releases with placeholders (:mod:`.ke_placeholders`; None
+    #: for the chapter's covering releases): per record its slot (-1: none), and per slot
+    #: the multiset it publishes whenever one of its members is in the table
+    slots: Slots | None = None
 
     def to_bytes(self) -> bytes:
         sink = io.BytesIO()
-        extra = {} if self.group is None else {"group": self.group}
+        extra: dict[str, np.ndarray] = {} if self.group is None else {"group": self.group}
+        if self.slots is not None:
+            # slots number fewer than 2^31: half the bytes to compress
+            extra |= {"slot_of": self.slots.slot_of.astype(np.int32), "slot_ptr": self.slots.ptr,
+                      "slot_values": self.slots.values, "slot_counts": self.slots.counts}
         np.savez_compressed(sink, keys=self.keys, set_of=self.set_of, ptr=self.ptr,
-                            values=self.values, version=np.array([1]), **extra)
+                            values=self.values,
+                            version=np.array([1 if self.slots is None else 2]), **extra)
         return sink.getvalue()
 
     @classmethod
     def from_bytes(cls, blob: bytes) -> ValuesLeft:
         with np.load(io.BytesIO(blob), allow_pickle=False) as data:
-            if int(data["version"][0]) != 1:
+            version = int(data["version"][0])
+            if version not in (1, 2):
                 raise InputError("the previous (k,e) release's state has an unknown version")
+            slots = Slots(data["slot_of"].astype(np.int64), data["slot_ptr"].astype(np.int64),
+                          data["slot_values"].astype(np.float64),
+                          data["slot_counts"].astype(np.int64)) if version == 2 else None
             return cls(data["keys"].astype(KEY_DTYPE), data["set_of"], data["ptr"],
-                       data["values"], data["group"] if "group" in data.files else None)
+                       data["values"], data["group"] if "group" in data.files else None,
+                       slots)
 
     def lookup(self, keys: np.ndarray) -> np.ndarray:
         """Per key, its set, or -1 for a record never released."""
@@ -263,12 +293,30 @@ def group_value_sets(part: KEPartition) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64), v[first]
 
 
-def first_knowledge(part: KEPartition, keys: np.ndarray) -> ValuesLeft:
-    """The knowledge after a first release: each record's group's values."""
+def group_multisets(part: KEPartition) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per group, its distinct values (CSR) and how many rows hold each."""
+    v = part.sorted_values
+    group = part.group_of_sorted()
+    first = np.ones(len(v), dtype=bool)
+    first[1:] = (v[1:] != v[:-1]) | (group[1:] != group[:-1])
+    runs = np.flatnonzero(first)
+    counts = np.diff(np.append(runs, len(v))).astype(np.int64)
+    per_group = np.bincount(group[first], minlength=part.n_groups)
+    return (np.concatenate([[0], np.cumsum(per_group)]).astype(np.int64), v[first], counts)
+
+
+def first_knowledge(part: KEPartition, keys: np.ndarray, *,
+                    slots: bool = False) -> ValuesLeft:
+    """The knowledge after a first release: each record's group's values; with ``slots``,
+    each group becomes a lasting slot publishing its multiset (placeholder releases)."""
     ptr, values = group_value_sets(part)
     order = np.argsort(keys, kind="stable")
     groups = part.group_ids()
-    return ValuesLeft(keys[order], groups[order], ptr, values, groups[order])
+    lasting = None
+    if slots:
+        sptr, svalues, scounts = group_multisets(part)
+        lasting = Slots(groups[order].astype(np.int64), sptr, svalues, scounts)
+    return ValuesLeft(keys[order], groups[order], ptr, values, groups[order], lasting)
 
 
 # -- incremental releases -----------------------------------------------------------------
@@ -510,7 +558,7 @@ def _compact(knowledge: ValuesLeft) -> ValuesLeft:
     ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     take = np.arange(int(ptr[-1])) + np.repeat(knowledge.ptr[used] - ptr[:-1], sizes)
     return ValuesLeft(knowledge.keys, set_of.reshape(-1).astype(np.int64), ptr,
-                     knowledge.values[take], knowledge.group)
+                     knowledge.values[take], knowledge.group, knowledge.slots)
 
 
 def knowledge_from_releases(keys: np.ndarray, earlier: Sequence[EarlierRelease],

@@ -153,7 +153,9 @@ class InfeasibleError(InputError):
 def require_eligible(values: np.ndarray, m: int, names: np.ndarray | None = None,
                      what: str = "rows") -> None:
     """Refuse (InputError, exit 2) values none of which may exceed a share of 1/m,
-    naming the value, its share and the largest m that is feasible."""
+    giving the most frequent value's share and the largest m that is feasible (never the
+    value itself: a message must not carry a raw sensitive value). ``names`` is accepted
+    for the callers and unused."""
     if not len(values):
         return
     counts = np.bincount(values)
@@ -161,12 +163,11 @@ def require_eligible(values: np.ndarray, m: int, names: np.ndarray | None = None
     n = len(values)
     if int(counts[top]) * m <= n:
         return
-    name = names[top] if names is not None else top
     largest = n // int(counts[top])
     fix = (f"the largest feasible m is {largest}" if largest >= 2 else
            "no m >= 2 is feasible")
     raise InfeasibleError(
-        f"m-invariance with m={m} is infeasible: the sensitive value {name!r} is "
+        f"m-invariance with m={m} is infeasible: the most frequent sensitive value is "
         f"{int(counts[top])} of {n} {what} ({counts[top] / n:.1%}), more than 1/m = "
         f"{1 / m:.1%}, so no class of {m} distinct values can hold them all; {fix} "
         f"(or add rows with other values)")

@@ -1,11 +1,12 @@
 """The streaming counting tree (spec 003, "Arithmetic Coding for Privacy").
 
 A perfect binary tree of counts over a fixed domain of ``2^depth`` codes: value ``v`` of the
-declared integer domain ``[low, high]`` has code ``v - low``, so the leaves are the values
-in order. Inserting a value adds one along its root path, O(depth). A value's *span* is
-found by walking down from the root while both children of the node hold at least ``k``
-inserted values (the notebook's ``follow``, which must start from the tree's depth, not
-from ``k``; the notebook passes ``k``, which only works when ``k`` equals the depth), and is
+declared integer domain ``[low, high]`` has code ``v - low`` (``v - origin`` once the tree
+grew below ``low``), so the leaves are the values in order. Inserting a value adds one
+along its root path, O(depth). A value's *span* is found by walking down from the root
+while both children of the node hold at least ``k`` inserted values (the notebook's
+``follow``, which must start from the tree's depth, not from ``k``; the notebook passes
+``k``, which only works when ``k`` equals the depth), and is
 the run of codes under the node where the walk stops, clipped to the domain.
 
 Counts only grow, so a node once split stays split: a value's span only ever narrows from
@@ -14,6 +15,14 @@ spans across releases therefore gives its latest span, which holds at least ``k`
 the monotone generalization of Pei et al. (2007). Deletions keep their counts (see
 :func:`publish`): spans never widen back, at the price that a class whose members left may
 fall below ``k`` rows, which the boundary then refuses.
+
+A domain taken from the data (no ``--domain``) grows instead of refusing a later value
+outside it (:meth:`StreamTree.grow`): within the tree's ``2^depth`` codes the released
+range just widens; beyond them the tree doubles -- a new root whose one child is the old
+root -- so every earlier node stays a node, with its counts, and every span released
+before is still the span of a node. A row whose walk stopped at the old root stops at the
+new root until its other half holds ``k`` rows (and the history's rules allow the split);
+what an adversary intersects is still a node that held ``k`` rows when it was released.
 
 The batch path (:meth:`StreamTree.insert_many`, :meth:`StreamTree.spans_of`) is vectorised
 over the values: one ``bincount`` per level to insert, one gather per level to follow.
@@ -47,6 +56,10 @@ class StreamTree:
     domain: tuple[int, int]
     counts: np.ndarray = field(default=None, repr=False)  # type: ignore[assignment]
     history: list[np.ndarray] = field(default_factory=list, repr=False)
+    #: the value of code 0 (the domain's low end unless the tree grew below it)
+    origin: int | None = None
+    #: the domain came from the data: a later value outside it grows the tree
+    growable: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.k, bool) or not isinstance(self.k, int | np.integer) or self.k < 1:
@@ -55,7 +68,10 @@ class StreamTree:
         if high < low:
             raise InputError(f"the domain's high end {high} is below its low end {low}")
         self.domain = (low, high)
-        self.depth = max(int(high - low).bit_length(), 0)
+        self.origin = low if self.origin is None else int(self.origin)
+        if self.origin > low:
+            raise ValueError(f"the tree's origin {self.origin} is above its domain's low end")
+        self.depth = max(int(high - self.origin).bit_length(), 0)
         if self.depth > MAX_DEPTH:
             raise InputError(f"the domain {low},{high} needs {self.depth} levels of codes; "
                              f"at most {MAX_DEPTH} are kept (2^{MAX_DEPTH} values): declare "
@@ -88,8 +104,51 @@ class StreamTree:
             raise InputError(f"value {as_int[i]}{where} (position {i}) is outside the declared "
                              f"domain {low},{high}, which is fixed once the first release is "
                              f"made; {int(outside.sum())} values are outside it. A tree "
-                             f"over a new domain starts a new dataset")
-        return as_int - low
+                             f"over a new domain starts a new dataset (without --domain the "
+                             f"domain grows with the data)")
+        return as_int - self.origin
+
+    # -- growing --------------------------------------------------------------------------
+    def grow(self, low: int, high: int, split: np.ndarray | None = None
+             ) -> tuple[np.ndarray | None, int]:
+        """Widen the domain to hold ``low .. high``, doubling the tree as often as needed:
+        the old root becomes the left child of a new root (values above) or its right
+        child (values below), so every node keeps its counts and its values. Returns
+        ``split`` (per node, heap order) laid out for the grown tree, and how far every
+        code moved (a code is ``value - origin``: it moves when the tree grows below)."""
+        old_origin = self.origin
+        assert old_origin is not None
+        low, high = min(int(low), self.domain[0]), max(int(high), self.domain[1])
+        while high > old_origin + (1 << self.depth) - 1 or low < old_origin:
+            below = low < old_origin
+            if self.depth + 1 > MAX_DEPTH:
+                raise InputError(f"the stream tree's domain would need {self.depth + 1} "
+                                 f"levels of codes to hold the values {low}..{high}; at most "
+                                 f"{MAX_DEPTH} are kept: start a new dataset")
+            offset = 1 if below else 0  # the old root's place under the new one
+            self.counts = self._doubled(self.counts, offset)
+            if split is not None:
+                split = self._doubled(split, offset)
+            if below:
+                old_origin -= 1 << self.depth
+            self.depth += 1
+        shift = int(self.origin - old_origin)  # type: ignore[operator]
+        self.origin = old_origin
+        self.domain = (low, high)
+        return split, shift
+
+    def _doubled(self, nodes: np.ndarray, offset: int) -> np.ndarray:
+        """Per-node values (heap order) of a tree one level deeper whose root's child
+        ``offset`` (0 left, 1 right) is this tree's root; the new root sums its children
+        (counts) or is not split (split flags)."""
+        grown = np.zeros(2 * len(nodes), dtype=nodes.dtype)
+        for level in range(self.depth + 1):
+            first = 1 << level
+            start = 2 * first + offset * first
+            grown[start:start + first] = nodes[first:2 * first]
+        if nodes.dtype != bool:
+            grown[1] = nodes[1]
+        return grown
 
     def _nodes(self, codes: np.ndarray, level: int) -> np.ndarray:
         return ((1 << self.depth) + codes) >> (self.depth - level)
@@ -133,7 +192,8 @@ class StreamTree:
         width = self.depth - level
         first = (node - (1 << level)) << width
         low, high = self.domain
-        return low + first, min(low + first + (1 << width) - 1, high)
+        start = self.origin + first  # type: ignore[operator]
+        return max(start, low), min(start + (1 << width) - 1, high)
 
     # -- spans ----------------------------------------------------------------------------
     def split_nodes(self) -> np.ndarray:
@@ -170,14 +230,15 @@ class StreamTree:
         width = self.depth - level
         first = (node - (np.int64(1) << level)) << width
         low, high = self.domain
-        return low + first, np.minimum(low + first + (np.int64(1) << width) - 1, high)
+        start = self.origin + first
+        return np.maximum(start, low), np.minimum(start + (np.int64(1) << width) - 1, high)
 
     def spans(self) -> list[tuple[int, int]]:
         """The span of every value inserted so far, in insertion order."""
         if not self.history:
             return []
         codes = np.concatenate(self.history)
-        lo, hi = self.spans_of(codes + self.domain[0])
+        lo, hi = self.spans_of(codes + self.origin)
         return list(zip(lo.tolist(), hi.tolist(), strict=True))
 
     @property
@@ -194,14 +255,18 @@ class StreamTree:
         np.savez_compressed(buf, k=np.int64(self.k), domain=np.asarray(self.domain, np.int64),
                             counts=self.counts, keys=records.keys, codes=records.codes,
                             cohort=records.cohort,
-                            split=np.zeros(0, bool) if split is None else split)
+                            split=np.zeros(0, bool) if split is None else split,
+                            origin=np.int64(self.origin), growable=np.bool_(self.growable))
         return buf.getvalue()
 
     @classmethod
     def from_bytes(cls, blob: bytes) -> tuple[StreamTree, Records, np.ndarray | None]:
         with np.load(io.BytesIO(blob)) as z:
+            # states written before the domain could grow: origin = low, never growing
             tree = cls(int(z["k"]), (int(z["domain"][0]), int(z["domain"][1])),
-                       counts=z["counts"].copy())
+                       counts=z["counts"].copy(),
+                       origin=int(z["origin"]) if "origin" in z.files else None,
+                       growable=bool(z["growable"]) if "growable" in z.files else False)
             split = z["split"].astype(bool) if len(z["split"]) else None
             return tree, Records(z["keys"].astype(KEY_DTYPE), z["codes"].astype(np.int64),
                                  z["cohort"].astype(np.int64)), split

@@ -24,12 +24,17 @@ from anonkit.cli.common import (
     reading_options,
     role_options,
     run_body,
+    source_options,
+    table_output_options,
 )
 
 
 @click.command()
 @click.argument("input_path", metavar="INPUT", required=False)
-@click.option("-o", "--output", help=f"Where to write the release ({OUTPUT_SUFFIXES_HELP}).")
+@click.option("-o", "--output", help=f"Where to write the release ({OUTPUT_SUFFIXES_HELP}), "
+                                     f"or a database URL with --output-table.")
+@source_options
+@table_output_options
 @click.option("--config", "config_path", type=click.Path(path_type=Path),
               help="A TOML job file; command-line options override it.")
 @role_options
@@ -47,7 +52,9 @@ from anonkit.cli.common import (
               help="Create the output's folder (and the report's) when it does not exist.")
 @neutralize_option
 @engine_options
-def anonymize(input_path: str | None, output: str | None, config_path: Path | None,
+def anonymize(input_path: str | None, output: str | None, table: str | None,
+              query: str | None, output_table: str | None, replace: bool | None,
+              config_path: Path | None,
               qi: str | None, sensitive: str | None, identifiers: str | None,
               hierarchies: tuple[str, ...], kinds: tuple[str, ...], insensitive: str | None,
               drop: str | None, method: str | None, shuffle: bool | None,
@@ -69,6 +76,8 @@ def anonymize(input_path: str | None, output: str | None, config_path: Path | No
             "hierarchy_pairs": hierarchies, "kind_pairs": kinds,
             "engine": engine, "workers": workers, "scheduler": scheduler,
             "job_file": str(config_path) if config_path else None,
+            "table": table, "query": query, "output_table": output_table,
+            "replace": replace,
         } | reading_given(method_values)
         for key in READING_PARAMETERS:
             method_values.pop(key, None)
@@ -76,7 +85,8 @@ def anonymize(input_path: str | None, output: str | None, config_path: Path | No
             "mkdir": mkdir or None, "neutralize_formulas": neutralize_formulas or None},
                             given_method_options(method_values))
         if jobs.dask_chosen(job):
-            outcome = jobs.anonymize_on_dask(job, not as_json and sys.stderr.isatty())
+            outcome = jobs.anonymize_on_dask(job, not as_json and sys.stderr.isatty(),
+                                             command=command_line())
         else:
             # pyarrow is imported here, then the file parsed in a thread (Arrow parses
             # without the GIL) while pandas and the method are imported: about as long each
@@ -84,8 +94,11 @@ def anonymize(input_path: str | None, output: str | None, config_path: Path | No
             from anonkit.jobs.reading import read_job_input
 
             qis = jobs.reading_qis(job)
-            reading = in_background(read_job_input, job, qis) if qis is not None else None
-            outcome = jobs.anonymize_file(job, Progress().step, command=command_line(),
+            progress, meter = Progress(), jobs.Meter()
+            progress.follow("reading", meter)  # the bytes read, against the file's size
+            reading = in_background(read_job_input, job, qis, meter) \
+                if qis is not None else None
+            outcome = jobs.anonymize_file(job, progress.step, command=command_line(),
                                           reading=reading)
         if as_json:
             click.echo(json.dumps(outcome, indent=2, default=str))

@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING, TextIO
 
 import click
 
+from anonkit._util.urls import masked
 from anonkit.errors import AnonkitError, AnonkitWarning, InputError
 
 if TYPE_CHECKING:
-    from anonkit.jobs import Option
+    from anonkit.jobs import Meter, Option
 
 #: a click decorator
 Decorator = Callable[[Callable[..., object]], Callable[..., object]]
@@ -30,7 +31,9 @@ Decorator = Callable[[Callable[..., object]], Callable[..., object]]
 
 class Progress:
     """Live progress on stderr, on a terminal only: one line per step, a bar that ticks
-    while the step runs (its elapsed time) and says rows per second when it ends.
+    while the step runs (its elapsed time) and says rows per second when it ends; a step
+    with a meter (:meth:`follow`: the bytes of the input read so far) shows its count
+    against its total instead.
 
     :meth:`step` is handed to the jobs as :data:`anonkit.assemble.Progress`: steps come
     from the job (reading, writing) and from the method (encoding, partitioning,
@@ -39,6 +42,11 @@ class Progress:
 
     def __init__(self, enabled: bool = True) -> None:
         self.enabled = enabled and sys.stderr.isatty()
+        self.meters: dict[str, Meter] = {}
+
+    def follow(self, name: str, meter: Meter) -> None:
+        """Show the step ``name`` by ``meter`` (e.g. the input's bytes read so far)."""
+        self.meters[name] = meter
 
     @contextmanager
     def step(self, name: str, rows: int | None = None) -> Iterator[None]:
@@ -46,20 +54,20 @@ class Progress:
         if not self.enabled:
             yield
             return
-        import shutil
         import threading
 
-        from tqdm import tqdm
+        from anonkit import jobs
 
-        # a terminal that reports no size (a fresh pseudo-terminal) would get no bar at all
-        size = shutil.get_terminal_size((100, 24))
-        bar = tqdm(total=rows or None, desc=f"{name:<13}", unit=" rows", unit_scale=True,
-                   file=sys.stderr, leave=True, ncols=min(size.columns or 100, 120),
-                   nrows=max(size.lines, 24), mininterval=0.1)
+        meter = self.meters.get(name)
+        bar = jobs.terminal_bar(name, meter.total if meter is not None else rows,
+                                meter.unit if meter is not None else "rows")
         done = threading.Event()
 
         def tick() -> None:  # the work is one long call: redraw the elapsed time meanwhile
             while not done.wait(0.25):
+                if meter is not None:
+                    bar.total = meter.total or None
+                    bar.n = meter.done
                 bar.refresh()
 
         ticker = threading.Thread(target=tick, daemon=True)
@@ -69,7 +77,10 @@ class Progress:
         finally:
             done.set()
             ticker.join()
-            if rows:
+            if meter is not None:
+                bar.n = meter.done
+                bar.total = bar.total or meter.done
+            elif rows:
                 bar.update(rows - bar.n)
             bar.close()
 
@@ -116,8 +127,9 @@ neutralize_option = click.option(
 
 
 def command_line() -> str:
-    """The command being run, as a shell would take it (the report's provenance)."""
-    return shlex.join(["anonkit", *sys.argv[1:]])
+    """The command being run, as a shell would take it (the report's provenance), a
+    database URL's password masked."""
+    return masked(shlex.join(["anonkit", *sys.argv[1:]]))
 
 
 def load_config(path: Path | None, table: str = "anonymize",
@@ -171,7 +183,8 @@ def load_config(path: Path | None, table: str = "anonymize",
             if not isinstance(config[key], str):
                 raise InputError(f"config file {path}: {key} must be a file name (text), got "
                                  f"{config[key]!r}")
-            config[key] = str(base / config[key])
+            if "://" not in config[key]:  # (a database URL is no path)
+                config[key] = str(base / config[key])
     if isinstance(config.get("names"), str) and (base / config["names"]).is_file():
         config["names"] = str(base / config["names"])
     if isinstance(config.get("orders"), dict):
@@ -242,6 +255,30 @@ def reading_options(fn: Callable[..., object]) -> Callable[..., object]:
                      help="The most bytes read from the input, a compressed file's counted "
                           "as they decompress, e.g. 8G or 500M (default: twice this "
                           "machine's memory). A larger input is refused."),
+    ])
+
+
+def source_options(fn: Callable[..., object]) -> Callable[..., object]:
+    """--table and --query: the rows to read when INPUT is a database URL."""
+    return _stacked(fn, [
+        click.option("--table", metavar="NAME",
+                     help="When INPUT is a database (postgresql://USER@HOST/DB, "
+                          "sqlite:///FILE.db): read this table (SCHEMA.NAME allowed)."),
+        click.option("--query", metavar="SQL",
+                     help="When INPUT is a database: read the rows of this query instead."),
+    ])
+
+
+def table_output_options(fn: Callable[..., object]) -> Callable[..., object]:
+    """--output-table and --replace: the release's table when -o is a database URL."""
+    return _stacked(fn, [
+        click.option("--output-table", "output_table", metavar="NAME",
+                     help="When -o is a database URL: the release's table. It appears only "
+                          "once complete and verified; auxiliary tables and the verification "
+                          "go beside it (NAME_verification)."),
+        click.option("--replace", is_flag=True, default=None,
+                     help="Replace an existing --output-table (and the tables beside it); "
+                          "without it an existing table is refused."),
     ])
 
 

@@ -25,11 +25,12 @@ from typing import TYPE_CHECKING, ParamSpec, TypeVar
 import click
 
 from anonkit import jobs
-from anonkit._util.numbers import exact_number
+from anonkit._util.numbers import exact_number, measured_text
 from anonkit._util.options import parse_pairs
 from anonkit.cli.common import (
     OUTPUT_SUFFIXES_HELP,
     READING_PARAMETERS,
+    command_line,
     given_method_options,
     load_config,
     method_options,
@@ -38,6 +39,7 @@ from anonkit.cli.common import (
     reading_given,
     reading_options,
     role_options,
+    source_options,
 )
 from anonkit.errors import AnonkitError, AnonkitWarning
 
@@ -157,7 +159,8 @@ def release() -> None:
 
 
 @release.command("publish")
-@click.argument("input_path", metavar="INPUT", required=False, type=click.Path(path_type=Path))
+@click.argument("input_path", metavar="INPUT", required=False)
+@source_options
 @click.option("--dataset", help="Name of the changing table.")
 @click.option("--key",
               help="Column naming each record stably across releases (stored only as a "
@@ -172,7 +175,7 @@ def release() -> None:
 @click.option("--option", "options", multiple=True, metavar="NAME=VALUE",
               help="A method option by its name, e.g. strategy=entropy (repeatable; "
                    "checked like the option itself).")
-@click.option("-o", "--output", type=click.Path(path_type=Path),
+@click.option("-o", "--output",
               help=f"Where to write the release ({OUTPUT_SUFFIXES_HELP}).")
 @click.option("--allow-breach", is_flag=True,
               help="Publish even if the new release, together with earlier ones, breaches "
@@ -186,18 +189,22 @@ def release() -> None:
 @click.option("--json", "as_json", is_flag=True,
               help="Print the published release (its history row and its utility figures) "
                    "as JSON; a refused one's findings.")
+@click.option("--report", type=click.Path(path_type=Path),
+              help="Write the release's HTML sign-off report here (anonymize's report and "
+                   "the release's place in the history); written only if it is published.")
 @neutralize_option
 @_judgement_options("Publish", "count as exposed")
 @_history_options
 @_errors
-def publish_cmd(input_path: Path | None, dataset: str | None, key: str | None,
+def publish_cmd(input_path: str | None, table: str | None, query: str | None,
+                dataset: str | None, key: str | None,
                 config_path: Path | None, qi: str | None,
                 sensitive: str | None, identifiers: str | None, hierarchies: tuple[str, ...],
                 kinds: tuple[str, ...], method: str | None, options: tuple[str, ...],
-                output: Path | None, allow_breach: bool, new_lineage: bool, history: str,
+                output: str | None, allow_breach: bool, new_lineage: bool, history: str,
                 secret_file: Path | None, insensitive: str | None = None,
                 drop: str | None = None, as_json: bool = False,
-                neutralize_formulas: bool = False,
+                report: Path | None = None, neutralize_formulas: bool = False,
                 exact_seconds: float = jobs.EXACT_SECONDS, accept_tampered: bool = False,
                 **method_values: object) -> None:
     """Anonymize INPUT and publish it as the next release of --dataset. Every column needs
@@ -209,7 +216,9 @@ def publish_cmd(input_path: Path | None, dataset: str | None, key: str | None,
              "insensitive": insensitive, "drop": drop, "method": method,
              "hierarchy_pairs": hierarchies, "kind_pairs": kinds,
              "neutralize_formulas": neutralize_formulas or None,
-             "job_file": str(config_path) if config_path else None} | reading_given(method_values)
+             "report": str(report) if report else None,
+             "job_file": str(config_path) if config_path else None,
+             "table": table, "query": query} | reading_given(method_values)
     for name in READING_PARAMETERS:
         method_values.pop(name, None)
     cli_options = given_method_options(method_values)
@@ -221,7 +230,8 @@ def publish_cmd(input_path: Path | None, dataset: str | None, key: str | None,
         cli_options[name] = [*cli_options.get(name, []), value] \
             if option is not None and option.multiple else value  # type: ignore[misc]
     job = jobs.job_from(config, given, cli_options, jobs.PUBLISH_KEYS)
-    prepared = jobs.read_publish_job(job, history=history, secret_file=secret_file)
+    prepared = jobs.read_publish_job(job, history=history, secret_file=secret_file,
+                                     command=command_line())
     target = prepared.output
     figures: dict[str, float] = {}
     caught: list[warnings.WarningMessage] = []
@@ -248,16 +258,19 @@ def publish_cmd(input_path: Path | None, dataset: str | None, key: str | None,
                 click.echo(f"warning: {w.message}", err=True)
             else:
                 warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    status = jobs.recorded_status(info)
     if as_json:
-        click.echo(json.dumps(info.to_dict() | {"metrics": figures}, indent=1, default=str))
+        click.echo(json.dumps(info.to_dict() | {"status": status, "metrics": figures,
+                                                "report": prepared.report}, indent=1,
+                              default=str))
         return
     click.echo(f"published release {info.seq} of {info.dataset!r}: {info.n_released_rows} "
                f"rows in {info.n_classes} classes -> {info.output_path} "
                f"(sha256 {info.content_hash[:16]}...)")
+    if status == jobs.NO_FORMAL_GUARANTEE:
+        click.echo(f"  status: {jobs.NO_FORMAL_GUARANTEE_TEXT}")
     for verdict in info.verdicts:
-        click.echo(f"  {'PASS' if verdict['passed'] else 'FAIL'} {verdict['model']} "
-                   f"({jobs.format_parameters(dict(verdict['parameters']))}): measured "
-                   f"{exact_number(verdict['measured'])}")
+        click.echo(f"  {_verdict_line(verdict)}")
     for line in _own_lineage(info.dataset, info.seq, info.lineage):
         click.echo(f"  {line}")
     click.echo(f"  {_gate_text(info)}")
@@ -269,6 +282,22 @@ def publish_cmd(input_path: Path | None, dataset: str | None, key: str | None,
         click.echo(f"  counterfeit rows: {int(figures['m_invariance.counterfeits'])}, in "
                    f"{int(figures['m_invariance.classes_with_counterfeits'])} classes "
                    f"(per class in {target.stem}.counterfeits{target.suffix})")
+    if prepared.report is not None:
+        click.echo(f"report written to {prepared.report}")
+
+
+def _verdict_line(verdict: dict[str, object]) -> str:
+    """A recorded verdict in one line, with what its measure means (``measured
+    min(distinct/k, range/e) = 1``): the level rounded for reading, the threshold exact."""
+    passed = bool(verdict.get("passed"))
+    measure = verdict.get("measure") or "level"
+    required = verdict.get("required")
+    text = (f"{'PASS' if passed else 'FAIL'} {verdict['model']} "
+            f"({jobs.format_parameters(dict(verdict['parameters']))}): measured {measure} = "  # type: ignore[call-overload]
+            f"{measured_text(verdict['measured'], required, passed)}")
+    if required is not None:
+        text += f", required {measure} {verdict.get('comparison', '>=')} {exact_number(required)}"
+    return text
 
 
 # -- the gate --------------------------------------------------------------------------------
@@ -276,21 +305,7 @@ def publish_cmd(input_path: Path | None, dataset: str | None, key: str | None,
 
 def _gate_text(info: ReleaseInfo) -> str:
     """What the publish-time gate found, in one line."""
-    records_text = jobs.records_text
-    gate = info.gate
-    if gate is None:
-        return ("gate: none (the first release of its dataset)" if info.seq == 1
-                else "gate: not recorded (published before the history kept it)")
-    judged = gate.get("judged_records", 0)
-    if not gate.get("new_breaches"):
-        return f"gate: passed ({judged} records judged over all their releases)"
-    adversaries = gate.get("adversaries") or {}
-    who = ", ".join(f"{a} adversary: {records_text(int(v.get('counted', 0)))}, "  # type: ignore[union-attr]
-                    f"{v.get('proved', 0)} proved"  # type: ignore[union-attr]
-                    for a, v in adversaries.items())  # type: ignore[union-attr]
-    return (f"gate: OVERRIDDEN with --allow-breach at {gate.get('at')}: "
-            f"{records_text(int(gate.get('new_breaches', 0)))} newly breached "  # type: ignore[call-overload]
-            f"({who})")
+    return jobs.gate_text(info.gate, info.seq)
 
 
 # -- lineage ---------------------------------------------------------------------------------
@@ -397,14 +412,19 @@ def list_cmd(dataset: str | None, verify: bool, as_json: bool, history: str,
 @click.option("--classes", "n_classes", type=int, default=10, show_default=True,
               help="How many equivalence classes to print.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--report", type=click.Path(path_type=Path),
+              help="Rebuild the release's HTML sign-off report from the history and write it "
+                   "here (never over the history or a release it records).")
 @_history_options
 @_errors
 def show_cmd(dataset: str, seq: int, n_classes: int, as_json: bool, history: str,
-             secret_file: Path | None) -> None:
+             secret_file: Path | None, report: Path | None = None) -> None:
     """Show release SEQ of DATASET: how it was made and what an adversary sees in it
-    (read-only)."""
+    (read-only; --report writes only the report)."""
     with _open(history, secret_file, read_only=True) as opened:
         details = opened.details(dataset, seq)
+        if report is not None:
+            opened.write_report(dataset, seq, report, command=command_line())
     info, view, auxiliary, has_state = (details.info, details.view, details.auxiliary,
                                         details.method_state)
     status = info.file_status()
@@ -412,6 +432,7 @@ def show_cmd(dataset: str, seq: int, n_classes: int, as_json: bool, history: str
     counterfeits = int(view.counterfeits.sum())
     if as_json:
         out = info.to_dict() | {
+            "status": jobs.recorded_status(info), "report": report,
             "gate_overridden": info.gate_overridden, "file_status": status,
             "counterfeits": counterfeits, "auxiliary": auxiliary,
             "method_state": has_state,
@@ -430,6 +451,9 @@ def show_cmd(dataset: str, seq: int, n_classes: int, as_json: bool, history: str
         f"  kind          {info.release_kind}" + (
             f" (groups in {info.group_column!r})" if info.group_column else ""),
         f"  threat model  {info.threat_model}",
+        f"  status        {jobs.recorded_status(info).upper()}"
+        + (f": {jobs.NO_FORMAL_GUARANTEE_TEXT}"
+           if jobs.recorded_status(info) == jobs.NO_FORMAL_GUARANTEE else ""),
         f"  parameters    {json.dumps(info.parameters, default=str)}",
         f"  key column    {info.key_column} (stored as HMAC-SHA256 pseudonyms)",
         f"  QIs           {', '.join(info.quasi_identifiers)}",
@@ -448,8 +472,7 @@ def show_cmd(dataset: str, seq: int, n_classes: int, as_json: bool, history: str
     lines += [f"  {line}" for line in _own_lineage(info.dataset, info.seq, info.lineage)]
     lines.append(f"  {_gate_text(info)}")
     lines.append("  verdicts")
-    lines += [f"    {'PASS' if v['passed'] else 'FAIL'} {v['model']} {v['parameters']}: "
-              f"measured {v['measured']}" for v in info.verdicts]
+    lines += [f"    {_verdict_line(v)}" for v in info.verdicts]
     lines.append("  across releases")
     lines += [f"    {r.model}{f' on {r.attribute!r}' if r.attribute else ''}: {r.describe()}"
               for r in details.requirements]
@@ -459,6 +482,8 @@ def show_cmd(dataset: str, seq: int, n_classes: int, as_json: bool, history: str
         for c in range(min(n_classes, len(sizes))):
             labels = ", ".join(f"{q}={view.labels.iloc[c][q]}" for q in view.labels.columns)
             lines.append(f"    {c:>6}  {int(sizes[c]):>5}  {labels}")
+    if report is not None:
+        lines.append(f"report written to {report}")
     click.echo("\n".join(lines))
 
 
@@ -506,7 +531,7 @@ def audit_cmd(dataset: str, report_path: Path | None, as_json: bool, focus: int 
         # holds, and written after it)
         report = opened.audit(dataset, k=k, l=l_, e=e, focus=focus, pairs=pairs, worst=worst,
                              exact_seconds=exact_seconds, accept_tampered=accept_tampered,
-                             report=report_path)
+                             report=report_path, command=command_line())
         notes = opened.lineage_notes(dataset)
     if as_json:
         click.echo(json.dumps(report.to_dict() | {"lineage": notes}, indent=1, default=str))

@@ -14,11 +14,13 @@ from anonkit.cli.common import (
     reading_given,
     reading_options,
     run_body,
+    source_options,
 )
 
 
 @click.command()
 @click.argument("input_path", metavar="INPUT")
+@source_options
 @click.option("--qi", required=True, help="Quasi-identifiers, comma-separated.")
 @click.option("--sampling-fraction", type=float, metavar="F",
               help="The table is a sample of this fraction of the population (0 < F <= 1): "
@@ -39,7 +41,8 @@ from anonkit.cli.common import (
 @click.option("--report", type=click.Path(path_type=Path),
               help="Write an HTML report here (its input's SHA-256 and the command in it).")
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
-def risk(input_path: str, qi: str, sampling_fraction: float | None,
+def risk(input_path: str, table: str | None, query: str | None, qi: str,
+         sampling_fraction: float | None,
          population_size: float | None, weight: str | None, household: str | None,
          max_msu: int, report: Path | None, as_json: bool,
          **reading_values: object) -> None:
@@ -52,7 +55,9 @@ def risk(input_path: str, qi: str, sampling_fraction: float | None,
     def body() -> int:
         from anonkit import jobs
 
-        reading = {k: v for k, v in reading_given(reading_values).items() if v is not None}
+        reading = {k: v for k, v in (reading_given(reading_values)
+                                     | {"table": table, "query": query}).items()
+                   if v is not None}
         for name in READING_PARAMETERS:
             reading_values.pop(name, None)
         measured = jobs.risk_file(input_path, qi, reading=reading,

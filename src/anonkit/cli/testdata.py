@@ -10,7 +10,12 @@ from pathlib import Path
 
 import click
 
-from anonkit.cli.common import OUTPUT_SUFFIXES_HELP, neutralize_option, run_body
+from anonkit.cli.common import (
+    OUTPUT_SUFFIXES_HELP,
+    command_line,
+    neutralize_option,
+    run_body,
+)
 
 
 @click.command("testdata")
@@ -22,10 +27,15 @@ from anonkit.cli.common import OUTPUT_SUFFIXES_HELP, neutralize_option, run_body
               help="The raw table (CSV or Parquet); column names are the parameter names.")
 @click.option("-k", "k", required=True, type=int,
               help="Each released tuple stands for a group of at least k raw tuples.")
-@click.option("--option", "option", default="P-T", show_default=True,
+@click.option("--configuration", "option", default="P-T", show_default=True,
               type=click.Choice(["P-F", "P-T", "I-T"]),
-              help="P-F: no released field value repeats the raw data; P-T: no released "
-                   "tuple does; I-T: as P-T, keeping the k-group's concrete fields.")
+              help="kb-anonymity's configuration: P-F: no released field value repeats the "
+                   "raw data; P-T: no released tuple does; I-T: as P-T, keeping the "
+                   "k-group's concrete fields.")
+# the earlier name, kept working but not shown: in `release publish`, --option means a
+# method option (NAME=VALUE), and one flag must not mean two things in the help
+@click.option("--option", "option", hidden=True,
+              type=click.Choice(["P-F", "P-T", "I-T"]))
 @click.option("-o", "--output", required=True,
               help=f"Where to write the tuples ({OUTPUT_SUFFIXES_HELP}).")
 @click.option("--report", type=click.Path(path_type=Path), help="Write an HTML report here.")
@@ -45,7 +55,7 @@ from anonkit.cli.common import OUTPUT_SUFFIXES_HELP, neutralize_option, run_body
 @click.option("--it-mode", default="equal", show_default=True,
               type=click.Choice(["equal", "distinct"]),
               help="I-T: keep the k-group's concrete fields (equal, the paper) or make them "
-                   "differ (distinct, the specification document's !=).")
+                   "differ (distinct, a stricter variant).")
 @click.option("--time-limit", default=2.0, show_default=True, type=float,
               help="Seconds allowed per run of the program on one tuple, and for "
                    "loading its top level.")
@@ -86,7 +96,8 @@ def testdata(program: str, data_path: str, k: int, option: str, output: str,
         if as_json:
             click.echo(json.dumps(result.to_dict(), indent=2, default=str))
         jobs.write_testdata(result, output, report=report, program=program,
-                            neutralize_formulas=neutralize_formulas)
+                            neutralize_formulas=neutralize_formulas, data=data_path,
+                            command=command_line())
         if not as_json:
             click.echo(f"released {len(result.release.data)} tuples for "
                        f"{sum(1 for b in result.buckets if b.released)} of "

@@ -434,8 +434,7 @@ def _transform_column(encoding: ColumnEncoding, series: pd.Series,
         i = int(np.argmax(outside))
         row = seen.first_row(int(np.flatnonzero(seen.keep)[i]))
         raise InputError(
-            f"column {name!r} {_at(series.index, row)} has {_shown(seen.distinct[i])!r}, "
-            f"which is outside "
+            f"column {name!r} {_at(series.index, row)} has a value outside "
             f"its encoding's domain ({len(encoding.domain)} values); declare a domain that "
             f"includes it, or refit the encoding on data that has it")
     return _encoded(encoding, seen, code_of_distinct)
@@ -691,15 +690,15 @@ def _typed_values(distinct: np.ndarray, kind: Kind, name: str,
         if bad.any():
             i = int(np.argmax(bad))
             raise InputError(
-                f"column {name!r} is numeric but {where(i)} has "
-                f"{distinct[i]!r}; fix the value or declare the column categorical")
+                f"column {name!r} is numeric but {where(i)} has a value that is not a number; "
+                f"fix the value "
+                f"or declare the column categorical")
         inexact = _inexact_integer(distinct, as_float)
         if inexact >= 0:
             raise InputError(
-                f"column {name!r} is numeric but {where(inexact)} has {distinct[inexact]!r}, "
-                f"which float64 cannot hold exactly (it would become "
-                f"{float(as_float[inexact])!r}); declare the column categorical (--kind "
-                f"{name}=categorical) to keep its values exact")
+                f"column {name!r} is numeric but {where(inexact)} has an integer that float64 "
+                f"cannot hold exactly (it would be rounded); declare the column categorical "
+                f"(--kind {name}=categorical) to keep its values exact")
         return converted
     if kind is Kind.DATE:
         if distinct.dtype.kind == "M":
@@ -707,7 +706,7 @@ def _typed_values(distinct: np.ndarray, kind: Kind, name: str,
         if distinct.dtype != object:  # numbers are no dates (pandas would count them as ns)
             raise InputError(
                 f"column {name!r} is declared a date column but holds numbers ({where(0)} "
-                f"has {distinct[0].item()!r}); give ISO dates (2024-01-31) or declare it "
+                f"has one); give ISO dates (2024-01-31) or declare it "
                 f"numeric")
         converted = pd.to_datetime(pd.Series(distinct), errors="coerce")
         bad = converted.isna().to_numpy()
@@ -715,7 +714,8 @@ def _typed_values(distinct: np.ndarray, kind: Kind, name: str,
             i = int(np.argmax(bad))
             raise InputError(
                 f"column {name!r} is a date column but {where(i)} "
-                f"has {distinct[i]!r}; use ISO dates (2024-01-31) or declare it categorical")
+                f"has a value that is not a date; use ISO dates (2024-01-31) or declare it "
+                f"categorical")
         return converted.to_numpy()
     return np.array([str(v) for v in distinct], dtype=object)
 
@@ -726,7 +726,7 @@ def _refuse_infinite(values: np.ndarray, name: str, where: Callable[[int], str])
         infinite = np.isinf(values)
         if infinite.any():
             i = int(np.argmax(infinite))
-            raise InputError(f"column {name!r} is numeric but {where(i)} has {values[i].item()!r}; "
+            raise InputError(f"column {name!r} is numeric but {where(i)} has an infinite number; "
                              f"give a finite number or leave the cell empty (missing)")
 
 

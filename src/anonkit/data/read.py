@@ -66,6 +66,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
+from anonkit._util.progress import Meter
 from anonkit.errors import InputError
 
 if TYPE_CHECKING:
@@ -316,6 +317,7 @@ def read_arrow(
     dictionary_text: bool = False,
     as_text: bool = False,
     dialect: Dialect | None = None,
+    meter: Meter | None = None,
 ) -> pa.Table:
     """:func:`read_table` without the conversion to pandas: an Arrow table (imports no
     pandas, so a caller can read while pandas is still being imported).
@@ -338,13 +340,23 @@ def read_arrow(
             table = _lossless_text(table)
     else:
         table = _read_csv(path, sep, columns, list(text_columns), dictionary_text, as_text,
-                          dialect)
+                          dialect, meter)
     if table.num_rows == 0:
         what = "has no rows" if parquet else "has a header but no data rows"
         raise InputError(f"{path} {what}; give at least one data row")
     _check_cell_sizes(path, table, lambda: None if parquet else
                       first_data_line(path, dialect, fmt))
     return table
+
+
+def _first_entries(folder: Path, most: int = 100) -> list[Path]:
+    """Up to ``most`` entries of a folder (enough to tell what it holds; a huge folder is
+    not listed in full), none if it cannot be listed."""
+    try:
+        with os.scandir(folder) as entries:
+            return [Path(e.path) for _, e in zip(range(most), entries, strict=False)]
+    except OSError:
+        return []
 
 
 def check_input_file(path: str | Path, what: str = "input file", *,
@@ -373,6 +385,10 @@ def check_input_file(path: str | Path, what: str = "input file", *,
             "a device, not a file" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else
             "a socket, not a file" if stat.S_ISSOCK(mode) else
             None if stat.S_ISREG(mode) else "not a regular file")
+    if stat.S_ISDIR(mode) and any(p.suffix.lower() in (".parquet", ".pq")
+                                  for p in _first_entries(path)):
+        raise InputError(f"{what} {path} is a folder of Parquet files (as --engine dask "
+                         f"writes a release): read it with --engine dask, or give one file")
     if kind is not None:
         save = "" if stat.S_ISDIR(mode) else " (save what it gives to a file first)"
         raise InputError(f"{what} {path} is {kind}; give {expected}{save}")
@@ -473,7 +489,8 @@ def _too_big(path: Path, limit: int, size: int | None = None,
 
 def _read_csv(path: Path, sep: str | None, columns: list[str] | None,
               text_columns: list[str], dictionary_text: bool = False,
-              as_text: bool = False, dialect: Dialect = _PLAIN) -> pa.Table:
+              as_text: bool = False, dialect: Dialect = _PLAIN,
+              meter: Meter | None = None) -> pa.Table:
     layout = _csv_layout(path, sep, dialect)
     raw_names = layout.raw_names
     # raw names (before stripping) are what pyarrow matches in include_columns/column_types
@@ -489,7 +506,7 @@ def _read_csv(path: Path, sep: str | None, columns: list[str] | None,
     wanted = {raw_of[c] for c in (header if columns is None else columns)}
     forced = wanted if as_text else {raw_of[c] for c in text_columns} & wanted
     include = None if columns is None else [raw_of[c] for c in columns]
-    source = layout.source(path)
+    source = layout.source(path, meter)
     null_values = _null_values(dialect, layout.skip_spaces)
 
     def read_with(parse: pa_csv.ParseOptions, types: dict[str, pa.DataType],
@@ -630,14 +647,17 @@ class _Layout:
             extra["encoding"] = dialect.encoding
         return pa_csv.ReadOptions(block_size=block, use_threads=use_threads, **extra)
 
-    def source(self, path: Path) -> Callable[[], object]:
+    def source(self, path: Path, meter: Meter | None = None) -> Callable[[], object]:
         """What pyarrow reads: the path; a compressed file's text as it decompresses,
         counted against ``max_input_bytes``; or, for a separator of several characters,
-        the text with each one replaced."""
+        the text with each one replaced. ``meter``: told the bytes handed to the parser
+        (from 0 at each read)."""
         limit = self.dialect.input_limit
         if self.multi is None:
             if _is_compressed(path):
-                return lambda: _Decompressed(path, limit)
+                return lambda: _Decompressed(path, limit, meter)
+            if meter is not None:
+                return lambda: _Counted(path, meter)
             return lambda: str(path)
         data = _raw_bytes(path, limit)
         encoding = self.dialect.encoding or "utf-8"
@@ -652,9 +672,12 @@ class _Decompressed(io.RawIOBase):
     size of the file says nothing. Read by pyarrow's parser a block at a time, so the
     Python call per read costs nothing next to the parse."""
 
-    def __init__(self, path: Path, limit: int) -> None:
+    def __init__(self, path: Path, limit: int, meter: Meter | None = None) -> None:
         super().__init__()
         self.path, self.limit, self.given = path, limit, 0
+        self.meter = meter
+        if meter is not None:
+            meter.total, meter.done = None, 0
         try:
             self._stream = pa.input_stream(str(path), compression="detect")
         except (pa.ArrowException, OSError) as exc:
@@ -680,6 +703,8 @@ class _Decompressed(io.RawIOBase):
             raise _not_decompressed(self.path, exc) from None
         data = parts[0] if len(parts) == 1 else b"".join(parts)
         self.given += len(data)
+        if self.meter is not None:
+            self.meter.done = self.given
         if self.given > self.limit:
             raise _too_big(self.path, self.limit)
         return data
@@ -695,9 +720,64 @@ class _Decompressed(io.RawIOBase):
         super().close()
 
 
+class _Counted(io.RawIOBase):
+    """A plain file whose bytes are counted into ``meter`` as the parser takes them (a
+    block of megabytes at a time, so the Python call per read costs nothing)."""
+
+    def __init__(self, path: Path, meter: Meter) -> None:
+        super().__init__()
+        self._file = open(path, "rb", buffering=0)  # noqa: SIM115 (closed with this)
+        self.meter = meter
+        meter.total, meter.done = os.fstat(self._file.fileno()).st_size, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        count = self._file.readinto(buffer) or 0
+        self.meter.done += count
+        return count
+
+    def close(self) -> None:
+        self._file.close()
+        super().close()
+
+
 def _not_decompressed(path: Path, exc: BaseException) -> InputError:
     return InputError(f"cannot decompress {path} ({_first_line(exc)}); check that the file "
                       f"is complete")
+
+
+#: the first bytes of files that are tables but not text: what they are, and what to do
+_NOT_TEXT = (
+    (b"PAR1", "a Parquet file", "give it a .parquet name"),
+    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "an Excel 97-2003 workbook (.xls) or another "
+     "Office file", "save the sheet as CSV (UTF-8) or Parquet and give that file"),
+    (b"SQLite format 3\x00", "an SQLite database", "export the table as CSV or Parquet"),
+)
+
+
+def _refuse_other_formats(path: Path, limit: int | None) -> None:
+    """Name a spreadsheet, a database or a Parquet file given as CSV, instead of the
+    encoding error its bytes would give (``--encoding latin-1`` would then "read" it as
+    one line of noise)."""
+    try:
+        with _open_bytes(path, limit or default_max_input_bytes()) as stream:
+            head = stream.read(4096)
+    except (OSError, InputError):
+        return  # the reader itself reports a file it cannot open or decompress
+    found = next(((what, todo) for magic, what, todo in _NOT_TEXT if head.startswith(magic)),
+                 None)
+    if found is None and head.startswith(b"PK\x03\x04"):
+        found = (("an Excel workbook (.xlsx)" if b"xl/" in head or b"[Content_Types]" in head
+                  else "an OpenDocument spreadsheet" if b"opendocument.spreadsheet" in head
+                  else "a ZIP archive"),
+                 "save the sheet as CSV (UTF-8) or Parquet and give that file"
+                 if b"xl/" in head or b"[Content_Types]" in head
+                 or b"opendocument.spreadsheet" in head
+                 else "extract the table from it and give that file")
+    if found is not None:
+        raise InputError(f"{path} is {found[0]}, not CSV text; {found[1]}")
 
 
 @contextmanager
@@ -751,6 +831,7 @@ def _csv_layout(path: Path, sep: str | None, dialect: Dialect) -> _Layout:
     """The separator (given or sniffed), the column names and how to parse a CSV file."""
     if not dialect.header and dialect.names is None:
         Dialect.of(header=False)  # (raises: the names are needed)
+    _refuse_other_formats(path, dialect.input_limit)
     found = _first_nonblank(path, dialect.input_limit)
     if found is None:
         raise InputError(f"{path} is empty; give a CSV file with a header line and rows")

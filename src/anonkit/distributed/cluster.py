@@ -8,10 +8,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from anonkit._util.progress import terminal_bar
 from anonkit.errors import InputError
 
 
@@ -56,14 +56,17 @@ def dask_client(workers: int | None = None, scheduler: str | None = None,
 
 
 def wait_for(futures: Sequence[Any], label: str, show: bool) -> None:
-    """Wait for ``futures``; with ``show``, Dask's progress bar on standard error."""
-    from distributed import progress, wait
+    """Wait for ``futures``; with ``show``, a bar on standard error counting the parts
+    done, in the style of every other step's bar."""
+    from distributed import as_completed, wait
 
     if not futures:
         return
     if show:
-        print(label, file=sys.stderr)
-        with contextlib.redirect_stdout(sys.stderr):
-            progress(list(futures), notebook=False)
-        print(file=sys.stderr)
+        bar = terminal_bar(label, len(futures), "parts")
+        try:
+            for _ in as_completed(list(futures)):
+                bar.update(1)
+        finally:
+            bar.close()
     wait(list(futures))

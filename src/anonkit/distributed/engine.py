@@ -81,6 +81,8 @@ from anonkit.models.base import Classes, PrivacyModel, SensitiveAttribute, Verdi
 SAMPLE_ROWS = 200_000
 #: a fragment holds about this many rows (a worker anonymizes it in memory)
 FRAGMENT_ROWS = 1_000_000
+#: suffixes of a single table file, which a Dask release (a folder) must not be named with
+_FILE_SUFFIXES = (".csv", ".tsv", ".txt", ".gz", ".bz2", ".zst", ".xz", ".zip", ".json")
 
 
 @dataclass
@@ -96,6 +98,8 @@ class DistributedRelease:
     timings: dict[str, float] = field(default_factory=dict)
     n_fragments: int = 0
     merged_cuts: int = 0
+    #: rows per class of the whole output, as the verifier grouped it (for the report)
+    class_sizes: np.ndarray | None = None
 
     @property
     def passed(self) -> bool:
@@ -204,6 +208,12 @@ class DaskMondrian:
         if output.exists() and not output.is_dir():
             raise InputError(f"the output {output} is a file; the Dask engine writes a "
                              f"directory of Parquet files: give a directory name")
+        if not output.exists() and "".join(output.suffixes[-2:]).lower().endswith(
+                _FILE_SUFFIXES):
+            # a folder named release.csv would look like a file and read as none
+            raise InputError(f"the output {output} names a file, but the Dask engine writes "
+                             f"a folder of Parquet files: give a folder name (e.g. "
+                             f"{output.name.split('.')[0] or 'release'}/)")
         if not output.resolve().parent.is_dir():
             raise InputError(f"output folder {output.resolve().parent} does not exist; "
                              f"create it first")
@@ -317,7 +327,8 @@ class DaskMondrian:
             "forms": {name: form.value for name, form in forms.items()}}
         return DistributedRelease(
             str(output), [str(output / Path(f).name) for f in files], report.verdicts,
-            metrics, params, timings, n_fragments, tree.n_cuts - merged.n_cuts)
+            metrics, params, timings, n_fragments, tree.n_cuts - merged.n_cuts,
+            report.class_sizes)
 
 
 # -- tasks run on the workers --------------------------------------------------------------

@@ -12,6 +12,7 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlalchemy.engine import URL, make_url
 
+from anonkit._util.urls import masked
 from anonkit.errors import HistoryError
 
 HISTORY_ENV = "ANONKIT_HISTORY"
@@ -82,10 +83,3 @@ class HistoryLocation:
 
 
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
-_PASSWORD = re.compile(r"(://[^/@]*?:)[^@/]*@")
-
-
-def masked(text: str) -> str:
-    """A history URL as it may be shown: its password replaced by ``***`` (also in a URL
-    too malformed to parse)."""
-    return _PASSWORD.sub(r"\1***@", text)

@@ -48,7 +48,7 @@ import os
 import time
 import unicodedata
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -78,11 +78,18 @@ from anonkit.history.secret import (
     has_lone_surrogate,
     secret_path_beside,
 )
+from anonkit.history.sign_off import PublishReport
 from anonkit.history.store import HistoryStore
 from anonkit.history.summary import summarize_classes
 from anonkit.history.tempfiles import PublishFiles, remove_orphans
 from anonkit.metrics import measure_classes
-from anonkit.release import Release, ThreatModel, auxiliary_path, require_input_rows
+from anonkit.release import (
+    Release,
+    ThreatModel,
+    auxiliary_path,
+    require_input_rows,
+    warn_if_no_information,
+)
 from anonkit.verify import refuse_identifiers, verify_release, write_release
 
 _MAX_ROWS_NAMED = 10
@@ -103,7 +110,8 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
             exact_seconds: float = EXACT_SECONDS,
             timings: dict[str, float] | None = None,
             metrics: dict[str, float] | None = None,
-            neutralize_formulas: bool = False) -> ReleaseInfo:
+            neutralize_formulas: bool = False,
+            report: PublishReport | None = None) -> ReleaseInfo:
     """Anonymize ``df`` with ``request.method`` and publish it to ``output`` as the next
     release of ``request.dataset``, atomically with its history row (see the module).
 
@@ -138,7 +146,8 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
     gate, and packing the knowledge to keep), ``write`` (the file), ``hash`` (of the file),
     ``record`` (the history transaction), ``rename``. ``metrics``, when given, receives
     the release's utility and risk figures (the history keeps verdicts, not these).
-    ``neutralize_formulas``: see :func:`anonkit.verify.write_release`.
+    ``neutralize_formulas``: see :func:`anonkit.verify.write_release`. ``report``: the
+    sign-off report to draw once the gate has judged the release, put in place with it.
     """
     clock = _Clock(timings)
     output = Path(output).absolute()
@@ -154,7 +163,8 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
     schema = _schema(df, request)
     if previous is not None:
         _check_same_roles(previous, schema, request)
-    refuse_history_output(release_writes(output, declared.auxiliary), store)
+    reported = [(report.path, "report")] if report is not None else []
+    refuse_history_output(release_writes(output, declared.auxiliary) + reported, store)
 
     clock.lap("validate")
     pseudonyms, persons = store.both_pseudonyms(request.dataset, df[request.key])
@@ -178,6 +188,7 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
     # identifiers and the key, whatever the method did
     verify_release(result)
     measure_classes(result)
+    warn_if_no_information(result)
     result.require_passed(accept_heuristic)
     refuse_identifiers(result, result.data.columns, forbidden=[request.key])
     require_input_rows(result, len(df))
@@ -202,9 +213,12 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
         release.gate = gate(known, release, allow_breach, exact_seconds)
     release.knowledge_state = knowledge_to_bytes(known)
     clock.lap("knowledge")
+    if report is not None:  # drawn before anything is written: a refusal leaves none
+        report.draw(result, df, store, request.dataset, seq, release.gate, previous, output)
+        clock.lap("report")
 
     # again: releases may have been recorded meanwhile (and with the tables the method made)
-    refuse_history_output(release_writes(output, tuple(result.auxiliary)), store)
+    refuse_history_output(release_writes(output, tuple(result.auxiliary)) + reported, store)
     _remove_orphans(output, store)
     try:
         files = PublishFiles(output.parent)
@@ -226,6 +240,8 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
         release.file_size = tmp.stat().st_size
         release.output_path = str(output)
         release.pending_path = str(tmp)
+        if report is not None:
+            report.fill(release.content_hash)
         clock.lap("hash")
         _stage("written")
         files.mark(str(store.location))
@@ -244,8 +260,12 @@ def publish(store: HistoryStore, df: pd.DataFrame, request: PublishRequest,
         fsync_directory(output.parent)
         renamed = True
         store.clear_pending(info.id)
+        if report is not None:
+            report.place()
         clock.lap("rename")
     finally:
+        if report is not None:
+            report.discard()
         if not committed:
             for leftover in (tmp, *aux_tmp.values()):
                 with suppress(OSError):
@@ -453,6 +473,39 @@ def _ranges_text(numbers: Sequence[int]) -> str:
     return f"{numbers[0]}..{numbers[-1]}" if len(numbers) > 2 else ", ".join(map(str, numbers))
 
 
+def refusal_advice(method: str, columns: Mapping[str, Mapping[str, str]]) -> str:
+    """What a steward can do about a release the gate refused, fitting the method just used
+    and the columns (roles and kinds, as :meth:`Schema.describe` gives them): never the
+    method that was refused, never one the table cannot feed (m-invariance and (k,e) need
+    a sensitive attribute, (k,e) a numeric one, the stream tree one whole-number
+    quasi-identifier and no sensitive attribute to protect)."""
+    sensitive = [c["kind"] for c in columns.values() if c.get("role") == "sensitive"]
+    quasi = [c["kind"] for c in columns.values() if c.get("role") == "quasi_identifier"]
+    fitting = {
+        "m-invariance": (len(sensitive) == 1,
+                         f"for a{' categorical' if sensitive == ['categorical'] else ''} "
+                         f"sensitive attribute"),
+        "ke": (sensitive == ["numeric"], "for a numeric sensitive attribute"),
+        "stream-tree": (not sensitive and quasi == ["numeric"],
+                        "for one whole-number quasi-identifier"),
+    }
+    others = [f"--method {name} {why}" for name, (fits, why) in fitting.items()
+              if fits and name != method]
+    instead = f" ({', '.join(others)})" if others else ""
+    if method in fitting:
+        # the sequential method itself was refused: re-running it cannot help
+        return (f"Re-running {method} will not help: keep the records that left one more "
+                f"release, or publish the table as a new dataset (--dataset NAME "
+                f"--new-lineage)"
+                + (f", or publish with another method that honours the history{instead}"
+                   if others else ""))
+    if not others:
+        return ("No sequential method fits these columns (m-invariance and ke need one "
+                "sensitive attribute, the stream tree one whole-number quasi-identifier): "
+                "publish the table as a new dataset (--dataset NAME --new-lineage)")
+    return f"Publish with a method that honours the history{instead}"
+
+
 class GateOverriddenWarning(UserWarning):
     """A release was published with ``allow_breach`` over a breach the gate found."""
 
@@ -500,10 +553,9 @@ def gate(known: Accumulated, release: PreparedRelease, allow_breach: bool,
                 "groups were too large; --exact-seconds gives it more)")
         raise CrossReleaseBreachError(
             f"release {release.seq} of {release.dataset!r} refused: with the earlier releases "
-            f"it would disclose {records} to {names}{hint}; nothing was written. Publish "
-            f"with a method that honours the history (--method m-invariance for a "
-            f"categorical sensitive attribute, --method ke for a numeric one); --json shows "
-            f"the findings", report=report)
+            f"it would disclose {records} to {names}{hint}; nothing was written. "
+            f"{refusal_advice(release.method, release.columns)}; --json shows the findings",
+            report=report)
     warnings.warn(GateOverriddenWarning(
         f"release {release.seq} of {release.dataset!r} published over the gate "
         f"(--allow-breach): it discloses {records} to {names}; the override is "

@@ -25,7 +25,7 @@ from anonkit.history.attacks import (
     records_text,
 )
 from anonkit.models.base import exact_number
-from anonkit.report.page import PLAIN_STYLE, page
+from anonkit.report.page import PLAIN_STYLE, plain_report, provenance
 
 _STYLE = PLAIN_STYLE + """
 body { margin: 2em auto; max-width: 70em; }
@@ -52,21 +52,23 @@ _MEASURE_LEFT = {"distinct": "distinct values", "distinct_present": "distinct pr
                  "range": "range"}
 
 
-def render_html(report: AuditReport) -> str:
-    """The audit report: the overall status and one verdict per adversary, plots of
-    breaches per release (and per release pair when the pairs were audited), then each
-    adversary's findings with its own evidence."""
+def render_html(report: AuditReport, *, history: str | Path | None = None,
+                command: str | None = None) -> str:
+    """The audit report: a summary first (the overall status, one verdict per adversary,
+    the releases audited and any published over the gate), its provenance (the history
+    file and its SHA-256, ``command``, the version, the time), then plots of breaches per
+    release (and per release pair when the pairs were audited), then each adversary's
+    findings with its own evidence."""
     e = html.escape
     verdicts = report.verdicts()
-    parts = [f"<h1>Release audit: dataset <code>{e(report.dataset)}</code></h1>",
-             _status(report), "<ul class='verdicts'>"]
-    parts += [f"<li class='{_severity(v)}'>{e(v.sentence())}</li>" for v in verdicts]
-    parts.append("</ul>")
-    parts.append(f"<p>Releases audited: {e(', '.join(map(str, report.releases)))}.</p>")
+    summary = ["<ul class='verdicts'>"]
+    summary += [f"<li class='{_severity(v)}'>{e(v.sentence())}</li>" for v in verdicts]
+    summary.append("</ul>")
+    summary.append(f"<p>Releases audited: {e(', '.join(map(str, report.releases)))}.</p>")
     if report.overrides:
-        parts.append("<h2>Published over the gate</h2><ul>" + "".join(
+        summary.append("<h3>Published over the gate</h3><ul>" + "".join(
             f"<li>{e(override_text(o))}</li>" for o in report.overrides) + "</ul>")
-    parts.append("<h2>Requirements</h2><ul>")
+    parts = ["<h2>Requirements</h2><ul>"]
     parts += [f"<li>{e(r.model)}{e(f' on {r.attribute!r}') if r.attribute else ''}: "
               f"{e(r.describe())}</li>" for r in report.requirements]
     parts.append(f"<li>{PINNED}: more than one candidate sensitive value (always)</li>")
@@ -99,13 +101,19 @@ def render_html(report: AuditReport) -> str:
         parts.append("</ul>")
     parts.append("<h2>Machine-readable findings</h2><details><summary>JSON</summary><pre>"
                  + e(json.dumps(report.to_dict(), indent=1)) + "</pre></details>")
-    return page(f"anonkit release audit: {report.dataset}", "\n".join(parts),
-                stylesheet=_STYLE)
+    return plain_report(f"Release audit: dataset {report.dataset}", status=_status(report),
+                        summary="\n".join(summary), sections=["\n".join(parts)],
+                        made=provenance([("history", history)] if history is not None else [],
+                                        command=command,
+                                        more={"dataset": report.dataset}),
+                        stylesheet=_STYLE)
 
 
-def write_html(report: AuditReport, path: str | Path) -> Path:
-    """Write the report atomically (a reader never sees half a file)."""
-    return write_atomic(path, render_html(report))
+def write_html(report: AuditReport, path: str | Path, *, history: str | Path | None = None,
+               command: str | None = None) -> Path:
+    """Write the report atomically (a reader never sees half a file); ``history`` (the
+    history's file; never a database URL) and ``command`` go in its provenance."""
+    return write_atomic(path, render_html(report, history=history, command=command))
 
 
 def _status(report: AuditReport) -> str:

@@ -319,7 +319,8 @@ _warned_beside = False
 
 def warn_if_beside(secret: Secret, database: Path) -> None:
     """Warn, once per process, when ``secret`` was read from a file in the folder of the
-    SQLite history ``database``: whoever copies that folder gets both."""
+    SQLite history ``database``: whoever copies that folder gets both. Called when the
+    history is created (once per history)."""
     global _warned_beside
     if _warned_beside or secret.path is None:
         return

@@ -197,6 +197,7 @@ class HistoryStore:
         location = HistoryLocation.parse(history)
         path = location.sqlite_path
         explicit_file = Path(secret_file) if secret_file is not None else None
+        created = False
         if path is not None:
             if path.is_dir():
                 raise HistoryError(f"the history {path} is a folder; name the history file "
@@ -214,6 +215,7 @@ class HistoryStore:
                                        f"{path.parent} is not writable; choose another "
                                        f"folder")
                 _create_sqlite(location, secret, explicit_file)
+                created = True
             elif path.is_file() and path.stat().st_size == 0:
                 raise HistoryError(f"{path} is an empty file, not a release history; it is "
                                    f"refused (nothing was changed). Name the history with "
@@ -266,6 +268,7 @@ class HistoryStore:
                             f"(it keeps a copy of the old history), or by publishing the "
                             f"next release; nothing was changed")
                     note = upgrade(engine, location, given)
+                    created = True  # new to this version: its warnings are due once
                     if note is not None:
                         warnings.warn(note, HistoryUpgradedWarning, stacklevel=2)
         except sa.exc.DBAPIError as exc:
@@ -274,7 +277,9 @@ class HistoryStore:
         except BaseException:
             engine.dispose()
             raise
-        if path is not None:
+        if path is not None and (created or found is None):
+            # once per history, when it is created (or upgraded): every later list, show
+            # and audit repeating it would teach the steward to skip the warnings
             warn_if_beside(given, path)
         store = cls(engine, location, given)
         store.read_only = read_only

@@ -15,7 +15,8 @@ On a DataFrame::
 On files, as the command line does (a job is the settings of a job file, see
 :func:`job_from`): :func:`anonymize_file`, :func:`check_file`, :func:`demo`,
 :func:`read_publish_job` with :meth:`History.publish_job`, :func:`generate_testdata` with
-:func:`write_testdata`.
+:func:`write_testdata`. The web app (``anonkit serve``) runs these through
+:class:`~anonkit.jobs.workbench.Workbench`.
 
 Method options go by the methods' option names (``k``, ``l``, ``t``, ``models``,
 ``strategy``, ``m``, ``e``, ...; see :mod:`anonkit.methods.options`) and are checked the way
@@ -34,6 +35,7 @@ from __future__ import annotations
 import importlib
 
 _WHERE = {
+    "AnonymizedRelease": "anonkit.jobs.anonymization",
     "AuditReport": "anonkit.jobs.history",
     "CrossReleaseBreachError": "anonkit.jobs.history",
     "DEFAULT_HISTORY": "anonkit.jobs.history",
@@ -45,6 +47,7 @@ _WHERE = {
     "HistoryWarning": "anonkit.jobs.history",
     "JOB_FIELDS": "anonkit.jobs.common",
     "Job": "anonkit.jobs.common",
+    "Meter": "anonkit._util.progress",
     "Method": "anonkit.jobs.common",
     "Option": "anonkit.jobs.common",
     "PUBLISH_FIELDS": "anonkit.jobs.common",
@@ -66,6 +69,11 @@ _WHERE = {
     "demo": "anonkit.jobs.demo",
     "find_method": "anonkit.jobs.common",
     "format_parameters": "anonkit.jobs.history",
+    "NO_FORMAL_GUARANTEE": "anonkit.jobs.history",
+    "NO_FORMAL_GUARANTEE_TEXT": "anonkit.jobs.history",
+    "recorded_status": "anonkit.jobs.history",
+    "write_report": "anonkit.jobs.reports",
+    "gate_text": "anonkit.jobs.history",
     "generate_testdata": "anonkit.jobs.testdata",
     "job_dialect": "anonkit.jobs.reading",
     "job_from": "anonkit.jobs.common",
@@ -77,14 +85,20 @@ _WHERE = {
     "read_publish_job": "anonkit.jobs.history",
     "reading_qis": "anonkit.jobs.common",
     "set_output_mode": "anonkit._util.files",
+    "terminal_bar": "anonkit._util.progress",
     "records_text": "anonkit.jobs.history",
     "risk": "anonkit.jobs.reidentification",
     "risk_file": "anonkit.jobs.reidentification",
     "RiskReport": "anonkit.metrics.reidentification",
     "write_testdata": "anonkit.jobs.testdata",
+    "Workbench": "anonkit.jobs.workbench",
 }
 
 __all__ = sorted(_WHERE)
+
+
+def __dir__() -> list[str]:
+    return sorted({*(n for n in globals() if n.startswith("__")), *__all__})
 
 
 def __getattr__(name: str) -> object:

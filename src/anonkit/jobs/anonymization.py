@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +32,44 @@ from anonkit.jobs.common import (
     dask_chosen,
 )
 from anonkit.jobs.frames import loaded_hierarchies, schema_from_roles
-from anonkit.jobs.outputs import output_writes, refuse_overwrites
+from anonkit.jobs.outputs import database_file, output_writes, refuse_overwrites
 from anonkit.jobs.reading import InputTable, read_job_input
-from anonkit.release import Release
+from anonkit.jobs.reports import write_report
+from anonkit.jobs.tables import (
+    job_source,
+    job_target,
+    refuse_table_overwrites,
+    write_release_table,
+)
+from anonkit.release import Release, warn_if_no_information
 from anonkit.report import render_report
 from anonkit.report.html import RELEASE_DIGEST_PENDING, fill_release_digest
 from anonkit.verify import verify_release, write_release
+
+
+@dataclass(repr=False)
+class AnonymizedRelease(Release):
+    """The release :func:`anonymize` returns: a :class:`~anonkit.release.Release` that
+    remembers the table it was made from, so that it can write its own report."""
+
+    original: pd.DataFrame | None = field(default=None, repr=False)
+
+    def report(self, path: PathText, *, title: str | None = None) -> Path:
+        """Write the steward's HTML report (the one ``anonkit anonymize --report`` writes)
+        to ``path``; returns the path."""
+        if self.original is None:
+            raise InputError("this release does not know the table it was made from; "
+                             "use anonkit.render_report(release, original, path)")
+        return write_report(self, self.original, path, title=title)
+
+    def write(self, path: PathText, *, accept_heuristic: bool = False) -> Path:
+        """Write the release (refused unless every model holds: fail closed)."""
+        return Path(write_release(self, path, accept_heuristic=accept_heuristic))
+
+    @classmethod
+    def of(cls, release: Release, original: pd.DataFrame) -> AnonymizedRelease:
+        return cls(**{f.name: getattr(release, f.name) for f in fields(Release)},
+                   original=original)
 
 
 def anonymize(df: pd.DataFrame, method: str = "mondrian", *, quasi_identifiers: Columns,
@@ -45,7 +78,7 @@ def anonymize(df: pd.DataFrame, method: str = "mondrian", *, quasi_identifiers: 
               hierarchies: Mapping[str, Hierarchy | PathText] | None = None,
               kinds: Mapping[str, Kind | str] | None = None,
               orders: Mapping[str, Sequence[object]] | None = None,
-              progress: Progress | None = None, **options: object) -> Release:
+              progress: Progress | None = None, **options: object) -> AnonymizedRelease:
     """Anonymize ``df`` with the one-shot ``method`` (``anonkit methods`` lists them) and
     return the verified, measured release; nothing is written (write it with
     :func:`anonkit.verify.write_release`, which refuses it unless every model holds).
@@ -71,11 +104,13 @@ def anonymize(df: pd.DataFrame, method: str = "mondrian", *, quasi_identifiers: 
                                 drop, loaded_hierarchies(hierarchies), kinds, orders)
     result = chosen.anonymize(frame, schema, typed, progress=progress)  # type: ignore[call-arg]
     verify_release(result)  # (a method verifies its release itself: this is the boundary)
-    return result
+    warn_if_no_information(result)
+    return AnonymizedRelease.of(result, frame)
 
 
 def anonymize_file(job: Job, progress: Progress | None = None, *, command: str | None = None,
-                   reading: Future[InputTable] | None = None) -> dict[str, object]:
+                   reading: Future[InputTable] | None = None,
+                   verified: Callable[[Release], None] | None = None) -> dict[str, object]:
     """Run one anonymization job (see :func:`job_from`; ``options`` typed already): read
     the input, anonymize, write the verified release (and the report) and return what
     happened, as ``anonkit anonymize --json`` prints it.
@@ -84,28 +119,41 @@ def anonymize_file(job: Job, progress: Progress | None = None, *, command: str |
     ``command``: the command that made the release, for the report's provenance.
     ``reading``: the input already being read (see :func:`anonkit.jobs.common.reading_qis`),
     started before this module was imported, which takes about as long.
+    ``verified``: handed the release once every model holds, before the report is drawn
+    and the files written (the web app shows the verdicts while the report is drawn).
     """
     if dask_chosen(job):
         raise InputError("this job runs on Dask (engine = \"dask\"): run it with "
                          "anonkit.jobs.anonymize_on_dask")
-    return _anonymize_locally(job, progress or no_progress, command, reading)
+    return _anonymize_locally(job, progress or no_progress, command, reading, verified)
 
 
 def _anonymize_locally(job: Job, step: Progress, command: str | None,
-                       reading: Future[InputTable] | None = None) -> dict[str, object]:
+                       reading: Future[InputTable] | None = None,
+                       verified: Callable[[Release], None] | None = None
+                       ) -> dict[str, object]:
     method = methods.get(str(job.get("method") or "mondrian"))
     if method.anonymize is None:
         raise InputError(f"method {method.name!r} publishes only with a release history: use "
                          f"anonkit release publish --method {method.name}")
     qis = job_qis(job, "-o FILE")
     output = str(job["output"])
-    if output.endswith(("/", os.sep)):
+    target = job_target(job)  # a database table (None: a file)
+    if target is not None:
+        refuse_table_overwrites(target, method, job_source(job))
+        output = str(target)  # (as shown: without a password)
+    elif output.endswith(("/", os.sep)):
         raise InputError(f"the output {output} names a folder; give a file name "
                          f"(e.g. {output.rstrip('/' + os.sep)}/release.csv)")
-    output_format(output)
+    else:
+        output_format(output)
     report = Path(str(job["report"])) if job.get("report") else None
-    refuse_overwrites(job, output_writes(output, method, report))
-    for path in ([report] if report is not None else []) + [Path(output)]:
+    sqlite_output = database_file(job["output"])
+    refuse_overwrites(job, output_writes(output, method, report) if target is None
+                      else [(report, "report")] if report is not None else [],
+                      [(sqlite_output, "the release's database")] if sqlite_output else [])
+    for path in ([report] if report is not None else []) + \
+            ([Path(output)] if target is None else []):
         folder = path.resolve().parent
         if not folder.is_dir():
             if not job.get("mkdir"):
@@ -123,6 +171,13 @@ def _anonymize_locally(job: Job, step: Progress, command: str | None,
             started = time.perf_counter()
             table, named, verbatim, first_line = (
                 reading.result() if reading is not None else read_job_input(job, qis))
+            # the survey weights individual-risk judges classes by are worked on (and
+            # released unchanged from there), so the release is verified with them
+            weight = options.get("weight")
+            weighted = isinstance(weight, str) and weight in table.column_names \
+                and weight not in named
+            if weighted:
+                named = [name for name in table.column_names if name in {*named, weight}]
             df = to_pandas(table.select(named), categorical_text=True)
             if first_line is not None:  # errors then name the file's lines
                 df.index = pd.RangeIndex(first_line, first_line + len(df), name="line")
@@ -134,7 +189,8 @@ def _anonymize_locally(job: Job, step: Progress, command: str | None,
                                    as_list(job.get("identifiers")),  # type: ignore[arg-type]
                                    kinds=job.get("kinds") or None,  # type: ignore[arg-type]
                                    hierarchies=hierarchies,
-                                   orders=job.get("orders") or None)  # type: ignore[arg-type]
+                                   orders=job.get("orders") or None,  # type: ignore[arg-type]
+                                   insensitive=[weight] if weighted else None)  # type: ignore[list-item]
         result = method.anonymize(df, schema, options, progress=step)  # type: ignore[call-arg]
         result.timings = {"read": read_seconds, **result.timings}
         if job.get("shuffle"):
@@ -144,35 +200,49 @@ def _anonymize_locally(job: Job, step: Progress, command: str | None,
         # unless the user accepted that explicitly
         accept_heuristic = bool(options.get("accept_heuristic"))
         result.require_passed(accept_heuristic)
+        warn_if_no_information(result)
+        if verified is not None:
+            verified(result)
         # both files or neither: the report goes to a temp name first, is renamed last
         if report is not None:
             with step("report", len(df)):
                 pending_report = report.with_name(f".{report.name}.{os.getpid()}.pending")
-                provenance = {"input": str(job["input"]), "release": output,
-                              "release SHA-256": RELEASE_DIGEST_PENDING}
+                provenance = {"input": str(job_source(job) or job["input"]),
+                              "release": output}
+                if target is None:  # (a table has no file to digest)
+                    provenance["release SHA-256"] = RELEASE_DIGEST_PENDING
                 if command is not None:
                     provenance["command"] = command
                 render_report(result, df, pending_report, provenance=provenance,
                               unchanged=unchanged.column_names)
         with step("writing", len(df)):
             t0 = time.perf_counter()
-            write_release(result, output, unchanged=unchanged, verbatim=verbatim,
-                          column_order=table.column_names, accept_heuristic=accept_heuristic,
-                          neutralize_formulas=bool(job.get("neutralize_formulas")))
+            if target is not None:
+                write_release_table(result, target, unchanged=unchanged,
+                                    column_order=table.column_names,
+                                    accept_heuristic=accept_heuristic)
+            else:
+                write_release(result, output, unchanged=unchanged, verbatim=verbatim,
+                              column_order=table.column_names,
+                              accept_heuristic=accept_heuristic,
+                              neutralize_formulas=bool(job.get("neutralize_formulas")))
             result.timings["write"] = time.perf_counter() - t0
         if pending_report is not None and report is not None:
-            fill_release_digest(pending_report, sha256_file(output))
+            if target is None:
+                fill_release_digest(pending_report, sha256_file(output))
             os.replace(pending_report, report)
             pending_report = None
     finally:
         if pending_report is not None:
             pending_report.unlink(missing_ok=True)
     return {
-        "output": job["output"],
+        "output": output,
         "report": job.get("report"),
         "method": method.name,
         "kind": result.kind.value,
         "passed": result.passed,
+        "status": result.status,
+        "formal_guarantee": result.formal_guarantee,
         "verdicts": [v.to_dict() for v in result.verdicts],
         "metrics": result.metrics,
         "timings": result.timings,

@@ -36,6 +36,8 @@ JOB_FIELDS: dict[str, object] = {
     "encoding": str, "orders": dict[str, TEXTS],
     "engine": str, "workers": int, "scheduler": str, "neutralize_formulas": bool,
     "max_input_bytes": int | str,
+    # a database input (the input a URL) and output (the output a URL)
+    "table": str, "query": str, "output_table": str, "replace": bool,
 }
 JOB_KEYS = frozenset(JOB_FIELDS)
 #: the keys a publish job file has beside the anonymize job's, with their types
@@ -63,8 +65,9 @@ def one_shot_option_names() -> set[str]:
 
 
 def model_options() -> list[Option]:
-    """The options that name privacy models: ``k``, ``l``, ``t``, ``models``."""
-    return [methods.K, methods.L, methods.T, methods.MODELS]
+    """The options that name privacy models: ``k``, ``l``, ``t``, ``models``; and what the
+    risk models judge against (``population``, ``sampling_fraction``, ...)."""
+    return [methods.K, methods.L, methods.T, methods.MODELS, *methods.POPULATION_OPTIONS]
 
 
 def methods_help() -> str:

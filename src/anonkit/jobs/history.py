@@ -14,9 +14,12 @@ from typing import Any
 import pandas as pd
 
 from anonkit import methods
+from anonkit._util.files import sha256_file
 from anonkit._util.options import as_list
+from anonkit.data.database import is_database_url, read_source
 from anonkit.data.read import (
     read_table,
+    to_pandas,
 )
 from anonkit.data.schema import Kind
 from anonkit.errors import InputError
@@ -46,6 +49,12 @@ from anonkit.history.publish import (
 from anonkit.history.records import ReleaseInfo, ReleaseView
 from anonkit.history.report import write_html as write_audit_html
 from anonkit.history.secret import SECRET_ENV, SECRET_FILE_ENV
+from anonkit.history.sign_off import (
+    PublishReport,
+    gate_text,
+    refuse_missing_folder,
+    write_recorded_report,
+)
 from anonkit.history.store import HistoryStore
 from anonkit.jobs.common import (
     Columns,
@@ -56,14 +65,22 @@ from anonkit.jobs.common import (
 from anonkit.jobs.frames import loaded_hierarchies, schema_from_roles
 from anonkit.jobs.outputs import output_writes, refuse_overwrites
 from anonkit.jobs.reading import column_roles, declared_text, job_dialect
+from anonkit.jobs.tables import job_source
 from anonkit.models.base import format_parameters
+from anonkit.release import (
+    NO_FORMAL_GUARANTEE,
+    NO_FORMAL_GUARANTEE_TEXT,
+    recorded_formal_guarantee,
+    release_status,
+)
 
 #: what the command line's history commands take from here besides the job functions
-__all__ = ["DEFAULT_HISTORY", "EXACT_ONLY", "EXACT_SECONDS", "HISTORY_ENV", "SECRET_ENV",
+__all__ = ["DEFAULT_HISTORY", "EXACT_ONLY", "EXACT_SECONDS", "HISTORY_ENV",
+           "NO_FORMAL_GUARANTEE", "NO_FORMAL_GUARANTEE_TEXT", "SECRET_ENV",
            "SECRET_FILE_ENV", "AuditReport", "CrossReleaseBreachError", "GateOverriddenWarning",
            "History", "HistoryWarning", "PublishJob", "Recovery", "ReleaseDetails", "ReleaseInfo",
-           "TamperedHistoryError", "format_parameters", "printable_name", "read_publish_job",
-           "records_text"]
+           "TamperedHistoryError", "format_parameters", "gate_text", "printable_name",
+           "read_publish_job", "recorded_status", "records_text"]
 
 
 class HistoryWarning(UserWarning):
@@ -73,6 +90,12 @@ class HistoryWarning(UserWarning):
 
 def _python_warning(message: str) -> None:
     warnings.warn(message, HistoryWarning, stacklevel=4)
+
+
+def recorded_status(info: ReleaseInfo) -> str:
+    """A recorded release's status: passed, no formal guarantee (a heuristic method's,
+    whatever its verdicts) or failed (see :func:`anonkit.release.release_status`)."""
+    return release_status(info.passed, recorded_formal_guarantee(info.parameters))
 
 
 def printable_name(name: str) -> str:
@@ -93,6 +116,10 @@ class PublishJob:
     #: write cells a spreadsheet would run as formulas with a leading ' (see
     #: :mod:`anonkit.data.formulas`)
     neutralize_formulas: bool = False
+    #: where to write the release's sign-off report (None: none)
+    report: Path | None = None
+    #: what made the release, for the report's provenance (the input file, the command)
+    provenance: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -214,7 +241,7 @@ class History:
                 allow_breach: bool = False, accept_heuristic: bool = False,
                 new_lineage: bool = False, exact_seconds: float = EXACT_SECONDS,
                 accept_tampered: bool = False, metrics: dict[str, float] | None = None,
-                **options: object) -> ReleaseInfo:
+                report: PathText | None = None, **options: object) -> ReleaseInfo:
         """Anonymize ``df`` with ``method`` and publish it to ``output`` as the next release
         of ``dataset``, atomically with its history row (:func:`anonkit.history.publish`).
 
@@ -229,7 +256,9 @@ class History:
         time the gate may spend on records its bounds leave undecided (those still
         undecided count as exposed). ``accept_tampered``: publish although the history
         was changed without its secret. ``metrics`` receives the release's utility and
-        risk figures.
+        risk figures. ``report``: write the release's sign-off report there (the anonymize
+        report and the release's place in the history), only if the release is published;
+        never over an input, the history or a release it records.
         """
         chosen = methods.get(method)
         typed = chosen.parse_options(options, "python")
@@ -244,7 +273,11 @@ class History:
             dataset=dataset, key=key, quasi_identifiers=as_list(quasi_identifiers),
             sensitive=as_list(sensitive), identifiers=ids, method=chosen.name, options=typed,
             hierarchies=read, kinds=dict(kinds or {}), orders=dict(orders or {}))
-        return self.publish_job(PublishJob(frame, request, Path(output)),
+        if report is not None:
+            refuse_overwrites({}, output_writes(Path(output), chosen, report))
+        return self.publish_job(PublishJob(frame, request, Path(output),
+                                           report=Path(report) if report is not None
+                                           else None),
                                 allow_breach=allow_breach, accept_heuristic=accept_heuristic,
                                 new_lineage=new_lineage, exact_seconds=exact_seconds,
                                 accept_tampered=accept_tampered, metrics=metrics)
@@ -266,7 +299,9 @@ class History:
                            allow_breach=allow_breach, accept_heuristic=accept_heuristic,
                            new_lineage=new_lineage, metrics=metrics,
                            exact_seconds=exact_seconds,
-                           neutralize_formulas=job.neutralize_formulas)
+                           neutralize_formulas=job.neutralize_formulas,
+                           report=None if job.report is None
+                           else PublishReport(job.report, job.provenance))
         except BaseException:
             if creating and location.sqlite_path is not None and not self._store.releases():
                 self.close()
@@ -317,17 +352,32 @@ class History:
                               "lineage": {**(lineage or {}), "shared": entries}})
         return notes
 
+    def write_report(self, dataset: str, seq: int, path: PathText, *,
+                     command: str | None = None) -> Path:
+        """Rebuild the sign-off report of release ``seq`` of ``dataset`` from what the
+        history recorded (its classes, verdicts, parameters and place in the history) and
+        write it to ``path``: never over the history, its secret or a release it records.
+        The before/after distributions are not in it: the history never keeps the input."""
+        target = Path(path)
+        refuse_history_output([(target, "report")], self._store,
+                              secret_file=self.secret_file)
+        refuse_missing_folder(target)
+        info = self._store.release(dataset, seq)
+        return write_recorded_report(self._store, info, self._store.load(info), target,
+                                     command=command)
+
     # -- auditing --------------------------------------------------------------------------
     def audit(self, dataset: str, *, k: float | None = None, l: float | None = None,  # noqa: E741
               e: float | None = None, focus: int | None = None, pairs: bool = False,
               worst: int = 5, exact_seconds: float = EXACT_SECONDS,
-              accept_tampered: bool = False, report: PathText | None = None) -> AuditReport:
+              accept_tampered: bool = False, report: PathText | None = None,
+              command: str | None = None) -> AuditReport:
         """Judge every record of ``dataset`` over all the releases that contain it
         (:func:`anonkit.history.audit`); ``focus``: only the records of that release;
         ``pairs``: also every pair of releases on its own; ``k``, ``l``, ``e``: thresholds
         instead of the releases' own; ``worst``: records shown per finding. ``report``:
         write the HTML report there (never over the history, its secret or a release it
-        records)."""
+        records; ``command``, the command line, goes in its provenance)."""
         if report is not None:  # the audit writes nothing else
             refuse_history_output([(Path(report), "report")], self._store,
                                   secret_file=self.secret_file)
@@ -335,7 +385,8 @@ class History:
         found = audit(self._store, dataset, k=k, l=l, e=e, focus=focus, pairs=pairs,
                       worst=worst, exact_seconds=exact_seconds)
         if report is not None:
-            write_audit_html(found, report)
+            write_audit_html(found, report, command=command,
+                             history=HistoryLocation.parse(self.location).sqlite_path)
         return found
 
     # -- recovering ------------------------------------------------------------------------
@@ -362,24 +413,34 @@ class History:
 
 
 def read_publish_job(job: Job, *, history: PathText,
-                     secret_file: PathText | None = None) -> PublishJob:
+                     secret_file: PathText | None = None,
+                     command: str | None = None) -> PublishJob:
     """A publish job (see :func:`job_from`, with ``dataset`` and ``key``) read and checked,
     before the history is opened: the output may not be the history, its journal or its
-    secret; every column needs a role, as for anonymize (the key is an identifier)."""
+    secret; every column needs a role, as for anonymize (the key is an identifier).
+    ``command``: the command line, for the report's provenance."""
     for name, flag in (("input", "INPUT"), ("output", "-o FILE"), ("dataset", "--dataset NAME"),
                        ("key", "--key COLUMN")):
         if not job.get(name):
             raise InputError(f"no {name} given: pass {flag} or set {name} in the config")
         if not isinstance(job[name], str):
             raise InputError(f"{name} must be text, got {job[name]!r}")
+    database = job_source(job)
+    if is_database_url(job["output"]):
+        raise InputError("release publish writes its release to a file (the history records "
+                         "its digest); give -o FILE.csv, or write a one-off release to a "
+                         "database with anonkit anonymize")
     source, target = Path(str(job["input"])), Path(str(job["output"]))
+    report = Path(str(job["report"])) if job.get("report") else None
     # before the history is opened (or created): never over an input, the history, its
     # journal, backups or secret (the releases it records are checked once it is open)
     refuse_overwrites(job, output_writes(target, find_method(str(job.get("method") or
-                                                                 "mondrian"))),
+                                                                 "mondrian")), report),
                       protected_files(location=HistoryLocation.parse(history),
                                       secret_file=Path(secret_file) if secret_file is not None
                                       else None))
+    if report is not None:
+        refuse_missing_folder(report)
     if not job["quasi_identifiers"]:
         raise InputError("no quasi-identifiers given: pass --qi a,b,c")
     spec: Any = job
@@ -389,11 +450,14 @@ def read_publish_job(job: Job, *, history: PathText,
         options=spec["options"], hierarchies=loaded_hierarchies(spec["hierarchies"]),
         kinds=spec["kinds"], orders=spec["orders"])
     dialect = job_dialect(job)
-    df = read_table(source, sep=spec.get("separator"), header=dialect.header,
-                    names=dialect.names, na_values=dialect.na_values,
-                    text_columns=declared_text(job, list(spec.get("kinds") or {})),
-                    skipinitialspace=dialect.skipinitialspace, encoding=dialect.encoding,
-                    max_input_bytes=dialect.max_input_bytes)
+    text = declared_text(job, list(spec.get("kinds") or {}))
+    if database is not None:
+        df = to_pandas(read_source(database, text_columns=text))
+    else:
+        df = read_table(source, sep=spec.get("separator"), header=dialect.header,
+                        names=dialect.names, na_values=dialect.na_values, text_columns=text,
+                        skipinitialspace=dialect.skipinitialspace, encoding=dialect.encoding,
+                        max_input_bytes=dialect.max_input_bytes)
     # the cheap refusals before the history is opened (the key's values are checked by the
     # publish, which removes a history it created when it is refused)
     check_request(df.columns, request, target)
@@ -405,7 +469,12 @@ def read_publish_job(job: Job, *, history: PathText,
     dropped = [name for name, role in roles.items() if role == "drop"]
     if dropped:
         df = df.drop(columns=dropped)
-    return PublishJob(df, request, target, bool(job.get("neutralize_formulas")))
+    made = {"input": str(database or source)}
+    if report is not None and database is None:  # hashed only for the report
+        made["input SHA-256"] = sha256_file(source)
+    if command:
+        made["command"] = command
+    return PublishJob(df, request, target, bool(job.get("neutralize_formulas")), report, made)
 
 
 # -- test data -------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from anonkit._util.files import NamedPath, refuse_collisions
+from anonkit.data.database import is_database_url, parse_database
 from anonkit.jobs.common import Job, PathText
 from anonkit.methods import Method
 from anonkit.release import auxiliary_path
@@ -19,7 +20,8 @@ def job_reads(job: Job) -> list[NamedPath]:
     of them (see :func:`refuse_overwrites`)."""
     reads: list[NamedPath] = []
     if job.get("input"):
-        reads.append((Path(str(job["input"])), "the input"))
+        given = str(job["input"])
+        reads.append((database_file(given) or Path(given), "the input"))
     for column, hierarchy in dict(job.get("hierarchies") or {}).items():  # type: ignore[call-overload]
         if isinstance(hierarchy, str | os.PathLike):
             reads.append((Path(hierarchy), f"the hierarchy file of {column!r}"))
@@ -29,6 +31,15 @@ def job_reads(job: Job) -> list[NamedPath]:
     if job.get("job_file"):
         reads.append((Path(str(job["job_file"])), "the job file"))
     return reads
+
+
+def database_file(where: object) -> Path | None:
+    """The SQLite file a database URL names (None: a file's path, or PostgreSQL), which no
+    other output (a report) may be."""
+    if not is_database_url(where):
+        return None
+    database = parse_database(str(where))
+    return Path(database.target) if database.backend == "sqlite" else None
 
 
 def refuse_overwrites(job: Job, writes: Sequence[NamedPath],

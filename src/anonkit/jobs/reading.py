@@ -12,6 +12,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from anonkit._util.options import as_list
+from anonkit._util.progress import Meter
+from anonkit.data.database import database_columns, is_database_url, read_source, source_of
 from anonkit.data.read import (
     Dialect,
     check_input_file,
@@ -98,7 +100,7 @@ def declared_text(job: Job, names: Sequence[str]) -> list[str]:
             in ("categorical", "ordinal")]
 
 
-def read_job_input(job: Job, qis: list[str]) -> InputTable:
+def read_job_input(job: Job, qis: list[str], meter: Meter | None = None) -> InputTable:
     """The input as an Arrow table (dropped columns left out), the columns the algorithm
     works on (in table order), whether the insensitive ones are verbatim text, and the line
     of the file its first row is on (CSV).
@@ -106,30 +108,37 @@ def read_job_input(job: Job, qis: list[str]) -> InputTable:
     Every column needs a role (:func:`column_roles`). Insensitive columns are released
     unchanged: they stay in Arrow, never loaded into pandas, and when both files are CSV
     they are read as text and written back as it was (``007`` stays ``007``, ``1.50``
-    stays ``1.50``), which is also the cheapest way.
+    stays ``1.50``), which is also the cheapest way. ``meter``: told the bytes of a CSV
+    input read so far (for a progress bar).
     """
     source = str(job["input"])
+    database = source_of(source, job.get("table"), job.get("query"))
     sep: Any = job.get("separator")
     dialect = job_dialect(job)
-    names = table_columns(source, sep, dialect=dialect)
+    names = table_columns(source, sep, dialect=dialect) if database is None \
+        else database_columns(database)
     check_hierarchy_files(job)
     named = {*qis, *as_list(job.get("sensitive")),  # type: ignore[arg-type]
              *as_list(job.get("identifiers")), *as_list(job.get("drop"))}  # type: ignore[arg-type]
     listed: Any = job.get("insensitive") or []
     insensitive = [name for name in names if name not in named] \
         if listed == "*" else list(listed)
-    verbatim = table_format(source) == "csv" and table_format(str(job["output"])) == "csv"
+    verbatim = database is None and not is_database_url(job.get("output")) \
+        and table_format(source) == "csv" and table_format(str(job["output"])) == "csv"
     known = set(names)
     text = [*([n for n in insensitive if n in known] if verbatim else ()),
             *declared_text(job, names)]
-    table = read_arrow(source, sep, text_columns=text, dictionary_text=True, dialect=dialect)
+    table = read_arrow(source, sep, text_columns=text, dictionary_text=True, dialect=dialect,
+                       meter=meter) if database is None \
+        else read_source(database, text_columns=text)
     roles = column_roles(names, job, qis)  # after reading: an unreadable file is told first
     dropped = [name for name in names if roles[name] == "drop"]
     if dropped:
         table = table.drop_columns(dropped)
     worked_on = [name for name in names if roles[name] not in ("insensitive", "drop")]
-    check_zoned_times(source, table, worked_on)
-    return table, worked_on, verbatim, first_data_line(source, dialect)
+    check_zoned_times(source if database is None else str(database), table, worked_on)
+    return (table, worked_on, verbatim,
+            first_data_line(source, dialect) if database is None else None)
 
 
 def check_hierarchy_files(job: Job) -> None:

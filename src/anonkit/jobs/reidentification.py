@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 
 from anonkit._util.options import as_list
-from anonkit.data.read import column_list, read_table, separator_hint, table_columns
+from anonkit.data.database import database_columns, read_source, source_of
+from anonkit.data.read import column_list, read_table, separator_hint, table_columns, to_pandas
 from anonkit.errors import InputError
 from anonkit.jobs.common import Columns, Job, PathText
 from anonkit.jobs.outputs import refuse_overwrites
@@ -34,7 +35,9 @@ def risk_file(path: PathText, quasi_identifiers: Columns, *, reading: Job | None
     job: Mapping[str, object] = dict(reading or {})
     dialect = job_dialect(job)
     separator = job.get("separator")
-    names = table_columns(path, separator, dialect=dialect)  # type: ignore[arg-type]
+    database = source_of(path, job.get("table"), job.get("query"))
+    names = table_columns(path, separator, dialect=dialect) if database is None \
+        else database_columns(database)  # type: ignore[arg-type]
     qis = as_list(quasi_identifiers)
     for role, columns in (("quasi-identifier", qis), ("weight", [weight] if weight else []),
                           ("household", [household] if household else [])):
@@ -44,18 +47,22 @@ def risk_file(path: PathText, quasi_identifiers: Columns, *, reading: Job | None
                                  f"{column_list(names)}{separator_hint(names)}")
     # one read: every column as text (the weights are made numbers from theirs)
     wanted = list(dict.fromkeys([*qis, *(c for c in (weight, household) if c)]))
-    df = read_table(path, sep=separator, columns=wanted,  # type: ignore[arg-type]
-                    categorical_text=True, as_text=True, header=dialect.header,
-                    names=dialect.names, na_values=dialect.na_values,
-                    skipinitialspace=dialect.skipinitialspace, encoding=dialect.encoding,
-                    max_input_bytes=dialect.max_input_bytes)
+    if database is not None:
+        df = to_pandas(read_source(database, wanted, as_text=True), categorical_text=True)
+    else:
+        df = read_table(path, sep=separator, columns=wanted,  # type: ignore[arg-type]
+                        categorical_text=True, as_text=True, header=dialect.header,
+                        names=dialect.names, na_values=dialect.na_values,
+                        skipinitialspace=dialect.skipinitialspace, encoding=dialect.encoding,
+                        max_input_bytes=dialect.max_input_bytes)
     if weight is not None:
         df[weight] = _numbers(df[weight], weight)
     measured = risk(df.reset_index(drop=True), qis, sampling_fraction=sampling_fraction,
                     population_size=population_size, weight=weight, household=household,
                     max_msu=max_msu)
     if report is not None:
-        write_risk_report(measured, report, source=path, command=command)
+        write_risk_report(measured, report, source=path if database is None else str(database),
+                          command=command)
     return measured
 
 

@@ -1,4 +1,5 @@
-"""Test data that keeps a program's behaviour (kb-anonymity, spec 000): generate and write."""
+"""Test data that keeps a program's behaviour (kb-anonymity, Budi et al. 2011): generate and
+write."""
 
 
 from __future__ import annotations
@@ -48,9 +49,11 @@ def generate_testdata(program: str, data: PathText, k: int, option: str = "P-T",
 
 
 def write_testdata(result: TestData, output: PathText, *, report: PathText | None = None,
-                   program: str = "", neutralize_formulas: bool = False) -> Path:
+                   program: str = "", neutralize_formulas: bool = False,
+                   data: PathText | None = None, command: str | None = None) -> Path:
     """Write the released tuples of ``result``, then its HTML report when ``report`` is
-    given (``program``: the ``FILE.py:FUNCTION`` it is about); an :class:`InputError`
+    given (``program``: the ``FILE.py:FUNCTION`` it is about; ``data``, the raw table's
+    file, and ``command``, for its provenance); an :class:`InputError`
     (nothing written) when none could be released. ``neutralize_formulas``: see
     :func:`anonkit.verify.write_release`."""
     if len(result.release.data) == 0:
@@ -65,7 +68,9 @@ def write_testdata(result: TestData, output: PathText, *, report: PathText | Non
     written = write_release(release, output, neutralize_formulas=neutralize_formulas)
     if report is not None:
         try:
-            write_testdata_html(result, program, report)
+            write_testdata_html(result, program, report,
+                                data=str(data) if data is not None else None,
+                                command=command)
         except BaseException:
             written.unlink(missing_ok=True)  # both files or neither
             raise

@@ -1,4 +1,4 @@
-"""Compression anonymity (spec 003): the huffman, alphabetic and randomized methods.
+"""Compression anonymity (Kidney 2018): the huffman, alphabetic and randomized methods.
 
 The code trees and their truncation are :mod:`anonkit.algorithms.compression`; here they
 become releases:

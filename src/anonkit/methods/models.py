@@ -5,13 +5,19 @@ the models, and with them numpy)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from anonkit._util.numbers import describe as _describe
+from anonkit.data.read import read_table
 from anonkit.errors import InputError
 from anonkit.models.base import KAnonymity, PrivacyModel
 from anonkit.models.closeness import TCloseness
 from anonkit.models.diversity import DistinctLDiversity
+from anonkit.models.population_table import PopulationTable
+from anonkit.models.risk import bind_population
 from anonkit.models.text import parse_model
 
 
@@ -37,7 +43,8 @@ def model_list(name: str, value: object, source: str) -> list[PrivacyModel]:
 
 def models_from_options(options: Mapping[str, Any]) -> list[PrivacyModel]:
     """The privacy models the typed options ask for, as objects: ``k``, ``models``, then
-    ``l`` and ``t``."""
+    ``l`` and ``t``; the risk models with what they judge against (``population``,
+    ``sampling_fraction`` or ``population_size``, ``weight``)."""
     out: list[PrivacyModel] = []
     if options.get("k") is not None:
         out.append(KAnonymity(options["k"]))
@@ -46,4 +53,30 @@ def models_from_options(options: Mapping[str, Any]) -> list[PrivacyModel]:
         out.append(DistinctLDiversity(options["l"]))
     if options.get("t") is not None:
         out.append(TCloseness(options["t"]))
-    return out
+    return bind_population(out, population=options.get("population"),
+                           sampling_fraction=options.get("sampling_fraction"),
+                           population_size=options.get("population_size"),
+                           weight=options.get("weight"))
+
+
+def population_table(name: str, value: object, source: str) -> PopulationTable:
+    """The population table of ``--population``: a CSV or Parquet file (a path), or, from
+    Python, a DataFrame or a :class:`PopulationTable`."""
+    if isinstance(value, PopulationTable):
+        return value
+    if isinstance(value, pd.DataFrame):
+        if len(value) == 0:
+            raise InputError(f"{name}: the population table has no rows; give the "
+                             f"population the table was drawn from")
+        return PopulationTable(value)
+    if isinstance(value, str | Path) and str(value).strip():
+        frame = read_table(Path(value))
+        if len(frame) == 0:
+            raise InputError(f"the population table {value} has no rows; give the "
+                             f"population the table was drawn from")
+        return PopulationTable(frame, f"the population table {value}")
+    raise InputError(f"{name} must be the path of a CSV or Parquet file (or a DataFrame), "
+                     f"got {_describe(value)}")
+
+
+population_table.kind = "FILE"  # type: ignore[attr-defined]

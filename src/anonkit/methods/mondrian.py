@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -12,7 +13,13 @@ import pandas as pd
 
 from anonkit._util.numbers import whole_number
 from anonkit.algorithms import mondrian as algorithm
+from anonkit.algorithms.population_cuts import (
+    PopulationCodes,
+    encode_population,
+    single_population,
+)
 from anonkit.assemble import Progress, generalized_release, no_progress
+from anonkit.checker import survey_weights
 from anonkit.data.encoding import EncodedTable, encode
 from anonkit.data.schema import Kind, Schema
 from anonkit.errors import InputError
@@ -21,6 +28,7 @@ from anonkit.hierarchy.base import Hierarchy
 from anonkit.methods.models import models_from_options
 from anonkit.metrics import measure_generalized
 from anonkit.models.base import KAnonymity, PrivacyModel, SensitiveAttribute, bind_models
+from anonkit.models.risk import with_population_hierarchies
 from anonkit.models.text import parse_model
 from anonkit.partition import Partition
 from anonkit.release import Release
@@ -35,14 +43,15 @@ class Mondrian:
             :func:`anonkit.checker.parse_model`); every cut must keep all of them.
         strategy: how to choose the cut dimension: ``"widest"`` (normalised range, the
             paper's choice), ``"entropy"``, ``"distinct"`` (most distinct values) or
-            ``"random"`` (seeded by ``seed``).
+            ``"random"`` (drawn from the operating system's entropy, or from ``seed``).
         generalization: per QI, the released form (``range``, ``set``, ``hierarchy``,
             ``prefix``, ``mean``, ``median``); default: hierarchy when one is given, range
             for ordered columns, set for categorical ones.
         remove_cut_dimension: the spec's variant: a dimension once cut is not cut again below.
         single_dimensional: the spec's variant: stop after the first cut.
         allow_missing: treat a missing QI value as a value of its own instead of refusing.
-        seed: for ``strategy="random"``.
+        seed: for ``strategy="random"``, in tests and studies only (the release then says
+            it was seeded; the seed is never recorded).
     """
 
     method = "mondrian"
@@ -56,7 +65,7 @@ class Mondrian:
         remove_cut_dimension: bool = False,
         single_dimensional: bool = False,
         allow_missing: bool = False,
-        seed: int = 0,
+        seed: int | None = None,
     ) -> None:
         # checked here, as -k is on the command line: a k of 5.0 or '5' is refused, never
         # recorded as given
@@ -67,7 +76,7 @@ class Mondrian:
         self.remove_cut_dimension = remove_cut_dimension
         self.single_dimensional = single_dimensional
         self.allow_missing = allow_missing
-        self.seed = whole_number("seed", seed, "python", 0)
+        self.seed = None if seed is None else whole_number("seed", seed, "python", 0)
 
     # -- configuration checked at run time (scikit-learn style) --------------------------
     def resolved_models(self, sensitive: Sequence[SensitiveAttribute]) -> list[PrivacyModel]:
@@ -93,7 +102,6 @@ class Mondrian:
             "remove_cut_dimension": self.remove_cut_dimension,
             "single_dimensional": self.single_dimensional,
             "allow_missing": self.allow_missing,
-            "seed": self.seed,
         }
 
     # -- the public entry point ----------------------------------------------------------
@@ -126,12 +134,22 @@ class Mondrian:
             table = encode(df, schema, allow_missing=self.allow_missing)
             models = self.resolved_models(
                 [SensitiveAttribute.from_encoded(c) for c in table.sensitive])
+            # the risk models' population tables read the QIs' hierarchy labels
+            models = with_population_hierarchies(
+                models, {c.name: c.hierarchy for c in table.quasi_identifiers
+                         if c.hierarchy is not None})
+            weights = survey_weights(df, models)
             forms = self.forms(table)
+            # k-map and δ-presence against a population table become cut constraints
+            # when the forms' labels cover population rows by hull
+            people = single_population(models)
+            population = None if people is None else encode_population(table, people, forms)
         timings["encode"] = time.perf_counter() - t0
 
         t0 = time.perf_counter()
         with step("partitioning", len(df)):
-            partition = self.partition(table, models)
+            partition = self.partition(table, models, weights=weights,
+                                       population=population)
         timings["algorithm"] = time.perf_counter() - t0
 
         params = self.parameters() | {
@@ -143,6 +161,7 @@ class Mondrian:
                                                    method=self.method, parameters=params,
                                                    timings=timings, progress=progress)
         measure_generalized(release, generalized, partition.sizes)
+        release.seeded = self.seed is not None and self.strategy == "random"
         return release
 
     def forms(self, table: EncodedTable) -> dict[str, Form]:
@@ -156,13 +175,19 @@ class Mondrian:
                 for c in table.quasi_identifiers}
 
     def partition(self, table: EncodedTable, models: Sequence[PrivacyModel],
-                  reference_counts: Mapping[str, np.ndarray] | None = None) -> Partition:
+                  reference_counts: Mapping[str, np.ndarray] | None = None,
+                  weights: np.ndarray | None = None,
+                  population: PopulationCodes | None = None) -> Partition:
         """The partition step with this configuration (see
         :func:`anonkit.algorithms.mondrian.partition`)."""
-        return algorithm.partition(table, models, strategy=self.strategy, seed=self.seed,
+        # the random strategy's draws come from the operating system unless a seed is
+        # given (tests and studies); the seed is never recorded
+        seed = self.seed if self.seed is not None else secrets.randbits(31)
+        return algorithm.partition(table, models, strategy=self.strategy, seed=seed,
                                    remove_cut_dimension=self.remove_cut_dimension,
                                    single_dimensional=self.single_dimensional,
-                                   reference_counts=reference_counts)
+                                   reference_counts=reference_counts, weights=weights,
+                                   population=population)
 
 
 def run(df: pd.DataFrame, schema: Schema, options: dict[str, Any],

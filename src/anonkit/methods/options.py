@@ -167,7 +167,8 @@ T = Option("t", ("-t",), real_number(0.0, low_open=True),
            metavar="NUMBER")
 MODELS = Option("models", ("--model",), "anonkit.methods.models:model_list",
                 "A further privacy model (repeatable): entropy-l=2, recursive-cl=3,2, "
-                "t-ordered=0.2, delta=1.5,absent=fail, beta=1, ke=3,2000, m=4 ...",
+                "t-ordered=0.2, delta=1.5,absent=fail, beta=1, ke=3,2000, m=4, k-map=5, "
+                "delta-presence=0.1,0.6, population-uniqueness=0.01, individual-risk=0.05 ...",
                 metavar="MODEL", multiple=True, value_kind="MODEL")
 GENERALIZATION = Option("generalization", ("--generalization",), column_values,
                         "COLUMN=FORM: range, set, hierarchy, prefix, mean or median "
@@ -176,10 +177,11 @@ STRATEGY = Option("strategy", ("--strategy",), choice("widest", "entropy", "dist
                                                       "random"),
                   "How Mondrian chooses the cut dimension (default: widest).", metavar="NAME")
 REMOVE_CUT = Option("remove_cut_dimension", ("--remove-cut-dimension",), boolean,
-                    "Spec 002's variant: a dimension once cut is not cut again below.",
+                    "A variant: a dimension once cut is not cut again below.",
                     switch=True)
 SINGLE_DIMENSIONAL = Option("single_dimensional", ("--single-dimensional",), boolean,
-                            "Spec 002's variant: stop after the first cut.", switch=True)
+                            "A variant: stop after the first cut (single-dimensional).",
+                            switch=True)
 ALLOW_MISSING = Option("allow_missing", ("--allow-missing",), boolean,
                        "Treat a missing QI value as a value of its own instead of refusing.",
                        switch=True)
@@ -195,11 +197,15 @@ GROUP_COLUMN = Option("group_column", ("--group-column",), text,
                       "The column naming each row's group in a permuted release (default: "
                       "group).", metavar="NAME")
 HISTORY_CHECK = Option("history_check", ("--history-check",),
-                       choice("pruned", "naive", "ignore"),
-                       "How a sequential (k,e) release honours the earlier ones: pruned "
-                       "(default: the previous release only, by Theorem 1), naive (every "
-                       "earlier release; same result, slower), ignore (re-partition as if "
-                       "alone; the history's gate then refuses it when it breaches).",
+                       choice("placeholders", "pruned", "naive", "ignore"),
+                       "How a sequential (k,e) release honours the earlier ones: "
+                       "placeholders (default: every group keeps its values for good, those "
+                       "of members who left as placeholder rows; newcomers form groups of "
+                       "their own), pruned (the covering partition, checked against the "
+                       "previous release only, which suffices by Srisungsittisunti "
+                       "& Natwichai's theorem; refused when departures expose someone), naive "
+                       "(the same against every earlier release; slower), ignore (re-partition "
+                       "as if alone; the history's gate then refuses it when it breaches).",
                        metavar="NAME", history_only=True)
 
 
@@ -231,14 +237,15 @@ integer_domain.kind = "LOW,HIGH"  # type: ignore[attr-defined]
 
 TREE = Option("tree", ("--tree",), choice("optimal", "halving"),
               "The alphabetic tree: optimal (Garsia-Wachs, the default) or halving (the "
-              "notebook's weight-halving tree).", metavar="NAME")
+              "Kidney's weight-halving tree).", metavar="NAME")
 SUMMARY = Option("summary", ("--summary",), choice("range", "set", "histogram"),
                  "What a released node shows: range (default for ordered columns), set, or "
                  "histogram (the range label plus each value's count in the side table).",
                  metavar="NAME")
 DOMAIN = Option("domain", ("--domain",), integer_domain,
                 "The stream tree's integer domain LOW,HIGH, fixed from the first release "
-                "(default: the first release's smallest and largest value).",
+                "(default: the first release's smallest and largest value, grown to hold "
+                "later values).",
                 metavar="LOW,HIGH")
 THRESHOLD = Option("threshold", ("--threshold",), real_number(0.0),
                    "The randomized release draws each value from the last subtree on its "
@@ -252,6 +259,29 @@ ACCEPT_HEURISTIC = Option("accept_heuristic", ("--accept-heuristic",), boolean,
 #: :func:`anonkit.methods.models.models_from_options`)
 MODEL_OPTIONS = ("k", "l", "t", "models")
 
+# what the risk models judge a release against (anonkit.models.risk): given once, read by
+# every model that needs it; given when no model reads it, refused
+POPULATION = Option("population", ("--population",),
+                    "anonkit.methods.models:population_table",
+                    "k-map and δ-presence: a CSV or Parquet file of the population the table "
+                    "was drawn from (at least the quasi-identifier columns, raw values); each "
+                    "released class is judged by the population rows its labels cover.",
+                    metavar="FILE", value_kind="FILE")
+SAMPLING_FRACTION = Option("sampling_fraction", ("--sampling-fraction",),
+                           real_number(0.0, low_open=True),
+                           "population-uniqueness, k-map without --population, "
+                           "individual-risk: the share of the population the table holds, "
+                           "in (0, 1].", metavar="NUMBER")
+POPULATION_SIZE = Option("population_size", ("--population-size",), real_number(1.0),
+                         "Instead of --sampling-fraction: the size of the population the "
+                         "table was drawn from.", metavar="NUMBER")
+WEIGHT = Option("weight", ("--weight",), text,
+                "individual-risk: the column of survey weights (people each row stands for, "
+                ">= 1); it is released unchanged, so give it as insensitive.",
+                metavar="COLUMN")
+#: the options that give the risk models their context
+POPULATION_OPTIONS = (POPULATION, SAMPLING_FRACTION, POPULATION_SIZE, WEIGHT)
+
 
 M = Option("m", ("-m",), whole_number(2),
            "m-invariance: every class holds m distinct sensitive values (one row each), and a "
@@ -260,6 +290,34 @@ UNWEIGHTED_SPLIT = Option("unweighted_split", ("--unweighted-split",), boolean,
                           "m-invariance: score a split by the plain sum of both halves' "
                           "normalised half-perimeters (default: weighted by class size).",
                           switch=True)
+
+
+def share(name: str, value: object, source: str) -> float:
+    """A share of rows: a number in [0, 1] (``0.05``: 5 %)."""
+    number = real_number(0.0)(name, value, source)
+    if number > 1.0:
+        raise InputError(f"{name} must be a share of rows in [0, 1] (0.05 for 5 %), got "
+                         f"{_describe(value)}")
+    return number
+
+
+share.kind = "number in [0, 1]"  # type: ignore[attr-defined]
+
+#: the utility metrics global recoding minimises (see anonkit.algorithms.recoding_metrics)
+RECODING_METRICS = ("loss", "precision", "discernibility", "non-uniform-entropy",
+                    "average-class-size")
+SUPPRESSION = Option("suppression", ("--suppression",), share,
+                     "Global recoding: the share of rows that may be suppressed (released "
+                     "with every QI as *), e.g. 0.05 for 5 % (default 0).", metavar="SHARE")
+METRIC = Option("metric", ("--metric",), choice(*RECODING_METRICS),
+                "Global recoding: the utility metric the chosen levels minimise (default "
+                "loss).", metavar="NAME")
+BUILD = Option("build", ("--build",), column_values,
+               "Global recoding: build a QI's hierarchy instead of reading a file: "
+               "intervals:5,10,20 (numbers; widths, each a multiple of the one below), mask "
+               "(codes masked from the right), dates:month,year (dates) or flat (the value, "
+               "then *; the default for a QI without hierarchy). Repeatable.",
+               metavar="COLUMN=SPEC", multiple=True)
 
 
 def split_csv(value: object, name: str) -> list[str]:

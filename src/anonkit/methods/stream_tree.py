@@ -80,7 +80,9 @@ def first_tree(df: pd.DataFrame, schema: Schema, options: dict[str, Any]
         raise InputError("method 'stream-tree' needs -k")
     name, values = column_values(df, schema)
     domain = options.get("domain")
+    growable = domain is None
     if domain is None:
+        # taken from the data, so it grows with later data (a declared one is fixed)
         if not len(values):
             raise InputError("the first stream-tree release has no rows to take its domain "
                              "from: declare it with --domain LOW,HIGH")
@@ -88,8 +90,9 @@ def first_tree(df: pd.DataFrame, schema: Schema, options: dict[str, Any]
         domain = (int(np.floor(as_float.min())), int(np.ceil(as_float.max())))
     elif isinstance(domain, str):
         domain = parse_domain(domain)
-    return StreamTree(k, tuple(domain)), name  # type: ignore[arg-type]
+    return StreamTree(k, tuple(domain), growable=growable), name  # type: ignore[arg-type]
 
 
 def parameters_of(tree: StreamTree) -> dict[str, object]:
-    return {"k": tree.k, "domain": f"{tree.domain[0]},{tree.domain[1]}", "depth": tree.depth}
+    return {"k": tree.k, "domain": f"{tree.domain[0]},{tree.domain[1]}", "depth": tree.depth,
+            "domain_grows": tree.growable}

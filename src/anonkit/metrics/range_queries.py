@@ -94,11 +94,13 @@ def selection(data: pd.DataFrame, where: Any) -> np.ndarray:
             if column not in data.columns:
                 raise InputError(f"where: no column {column!r} in the release")
             values = data[column]
+            # a blank value (a placeholder row of an incremental release) matches nothing
             if isinstance(condition, tuple) and len(condition) == 2:
                 low, high = condition
-                mask &= ((values >= low) & (values <= high)).to_numpy()
+                mask &= ((values >= low) & (values <= high)).to_numpy(dtype=bool,
+                                                                     na_value=False)
             else:
-                mask &= (values == condition).to_numpy()
+                mask &= (values == condition).to_numpy(dtype=bool, na_value=False)
         return mask
     mask = np.asarray(where)
     if mask.dtype != bool or mask.shape != (len(data),):
@@ -164,8 +166,9 @@ def relative_error(release: Release | pd.DataFrame, true_values: np.ndarray, *,
         mask = np.ones(len(data), dtype=bool)
         for column in rng.choice(columns, size=min(len(columns), rng.integers(1, 3)),
                                  replace=False):
-            qi = data[column].to_numpy(dtype=np.float64)
-            low, high = np.sort(np.quantile(qi, rng.random(2)))
+            # blank (placeholder rows): no query selects them
+            qi = data[column].to_numpy(dtype=np.float64, na_value=np.nan)
+            low, high = np.sort(np.nanquantile(qi, rng.random(2)))
             mask &= (qi >= low) & (qi <= high)
         actual = truth[mask].sum()
         if not mask.any() or actual == 0:

@@ -1,8 +1,8 @@
 """Re-identification risk of any table, raw or released, ours or another tool's, as
 statistical offices measure it, in one report: sample uniques, population uniqueness estimated
-from the sampling fraction (:mod:`anonkit.metrics.population`), special uniques
+from the sampling fraction (:mod:`anonkit.models.population_estimates`), special uniques
 (:mod:`anonkit.metrics.suda`), and individual, global and household risk from survey weights
-(:mod:`anonkit.metrics.individual`). Records are named by their row numbers (0 = the first
+(:mod:`anonkit.models.individual_estimates`). Records are named by their row numbers (0 = the first
 data row), never by their values."""
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from anonkit._util.grouping import group_rows
 from anonkit._util.numbers import json_number
 from anonkit._util.options import as_list
 from anonkit.errors import InputError
-from anonkit.metrics.individual import IndividualRisk, household_risk, individual_risk
-from anonkit.metrics.population import MODELS, PopulationUniqueness, population_uniqueness
 from anonkit.metrics.suda import Suda2Result, suda2
+from anonkit.models.individual_estimates import IndividualRisk, household_risk, individual_risk
+from anonkit.models.population_estimates import MODELS, PopulationUniqueness, population_uniqueness
 
 #: the highest-risk records a report lists
 RISKIEST = 10

@@ -20,13 +20,14 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from anonkit._util.numbers import exact_number, whole_number
+from anonkit._util.numbers import exact_number, measured_text, whole_number
 from anonkit.data.kinds import Kind
 from anonkit.errors import InputError
 
 if TYPE_CHECKING:  # types only: the models load without pandas
     from anonkit.data.encoding import EncodedColumn
     from anonkit.hierarchy.base import Hierarchy
+    from anonkit.models.population_table import PopulationTable
 
 
 @dataclass(frozen=True)
@@ -168,21 +169,30 @@ class Classes:
     """
 
     def __init__(self, class_ids: np.ndarray, n_classes: int | None = None,
-                 sensitive: Sequence[SensitiveAttribute] = ()) -> None:
+                 sensitive: Sequence[SensitiveAttribute] = (), *,
+                 weights: np.ndarray | None = None,
+                 population_counts: Mapping[int, np.ndarray] | None = None) -> None:
         self.class_ids = np.asarray(class_ids, dtype=np.int64)
         self.n_classes = int(self.class_ids.max()) + 1 if n_classes is None else n_classes
         if len(self.class_ids) == 0:
             self.n_classes = 0
         self.sensitive = {s.name: s for s in sensitive}
         self._counts: dict[str, ValueCounts] = {}
+        #: per row, the survey weight (people of the population it stands for), for the
+        #: models that read weights; None when none was given
+        self.weights = None if weights is None else np.asarray(weights, dtype=np.float64)
+        #: per population table (by ``id`` of its :class:`PopulationTable`), each class's
+        #: rows in it, as the checker measures them from the released labels
+        self.population_counts: dict[int, np.ndarray] = dict(population_counts or {})
 
     @classmethod
     def from_sizes(cls, sizes: np.ndarray,
-                   sensitive: Sequence[SensitiveAttribute] = ()) -> Classes:
+                   sensitive: Sequence[SensitiveAttribute] = (), *,
+                   weights: np.ndarray | None = None) -> Classes:
         """Classes laid out as consecutive runs of rows: ``sizes[c]`` rows of class c."""
         sizes = np.asarray(sizes, dtype=np.int64)
         ids = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
-        out = cls(ids, len(sizes), sensitive)
+        out = cls(ids, len(sizes), sensitive, weights=weights)
         out.__dict__["sizes"] = sizes
         return out
 
@@ -294,11 +304,13 @@ class Verdict:
     def __str__(self) -> str:
         status = "PASS" if self.passed else "FAIL"
         params = format_parameters(self.parameters)
+        # the level rounded for reading, the threshold exactly as given
         text = (f"{status} {self.model} ({params}): measured {self.measure} = "
-                f"{exact_number(self.measured)}, required {self.measure} {self.comparison} "
-                f"{exact_number(self.required)}; weakest class has "
-                f"{_rows(self.worst_class_size)}; "
-                f"{self.failing_classes} of {self.n_classes} classes fail")
+                f"{measured_text(self.measured, self.required, self.passed)}, required "
+                f"{self.measure} {self.comparison} {exact_number(self.required)}")
+        if self.n_classes:  # (a verdict on the table as a whole names no class)
+            text += (f"; weakest class has {_rows(self.worst_class_size)}; "
+                     f"{self.failing_classes} of {self.n_classes} classes fail")
         if self.details:
             text += " [" + format_parameters(self.details) + "]"
         return text
@@ -341,6 +353,15 @@ class PrivacyModel(ABC):
     #: holds on the union of two classes whenever it holds on both (lets algorithms stop
     #: refining once a cut is not allowable, and merge safely)
     monotonic: ClassVar[bool] = True
+    #: a class holding a class that meets it meets it too (more rows never hurt), so under
+    #: generalization with suppression the suppressed rows only shrink (ARX's
+    #: "monotonic with suppression"; lets global recoding tag with a suppression limit)
+    monotonic_with_suppression: ClassVar[bool] = False
+    #: judges the classes together (e.g. the estimated share of population uniques of the
+    #: whole table), not each class alone: its per-class levels and :meth:`holds` are the
+    #: whole table's outcome, and an algorithm cannot check it on a candidate cut's halves
+    #: (it checks the finished partition instead, and fails closed)
+    table_level: ClassVar[bool] = False
     #: relative tolerance of the comparison with the threshold: 0 (exact) for counts and
     #: ranges; models whose levels are float sums (entropies, distances) set 1e-9
     tolerance: ClassVar[float] = 0.0
@@ -365,6 +386,24 @@ class PrivacyModel(ABC):
     @property
     def needs_sensitive(self) -> bool:
         return True
+
+    @property
+    def population_table(self) -> PopulationTable | None:
+        """The population table whose rows in each class the model reads
+        (``Classes.population_counts``); None for the models that read none."""
+        return None
+
+    @property
+    def weight_column(self) -> str | None:
+        """The column of survey weights the model reads (``Classes.weights``), if any."""
+        return None
+
+    @property
+    def checkable_on_parts(self) -> bool:
+        """Whether an algorithm can judge the model on candidate classes as it builds them
+        (a cut's halves): not when it judges the table as a whole, nor when it needs each
+        class's rows in a population table, which only the released labels determine."""
+        return not self.table_level and self.population_table is None
 
     def title(self) -> str:
         """How messages name the model: ``"distinct l-diversity (l=3)"``."""
@@ -483,6 +522,7 @@ class KAnonymity(PrivacyModel):
 
     name = "k-anonymity"
     measure = "k"
+    monotonic_with_suppression = True
     text_keys = ("k",)
     text_numbers = ("k",)
 

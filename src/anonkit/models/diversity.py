@@ -100,6 +100,7 @@ class DistinctLDiversity(_MissingValues):
     name = "distinct l-diversity"
     measure = "l"
     monotonic = True
+    monotonic_with_suppression = True  # more rows never lose a distinct value
     text_keys = ("l", "distinct-l")
     text_numbers = ("l",)
 

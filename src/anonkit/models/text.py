@@ -21,19 +21,24 @@ from anonkit.models.diversity import DistinctLDiversity, EntropyLDiversity, Recu
 from anonkit.models.invariance import MUniqueness
 from anonkit.models.ke_anonymity import KEAnonymity
 from anonkit.models.likeness import BetaLikeness, DeltaDisclosure, EnhancedBetaLikeness
+from anonkit.models.risk import DeltaPresence, IndividualRiskModel, KMap, PopulationUniquenessModel
 
 MODEL_SYNTAX = (
     "k=5 (k-anonymity), l=3 (distinct l-diversity), entropy-l=2.5, recursive-cl=3,2 "
     "(recursive (c,l)-diversity: c then l), t=0.2 (t-closeness; also t-equal=, t-ordered=, "
     "t-hierarchical=), delta=1.5 (δ-disclosure; delta=1.5,absent=fail: a class lacking a "
     "value of the table fails), beta=0.5 (basic β-likeness), enhanced-beta=0.5, ke=3,2000 "
-    "((k,e)-anonymity: k then e), m=4 (m-uniqueness, for m-invariance)"
+    "((k,e)-anonymity: k then e), m=4 (m-uniqueness, for m-invariance), "
+    "population-uniqueness=0.01,model=dankar (also pitman, zayatz, snb), k-map=5 "
+    "(k-map=5,estimator=zero-truncated-poisson), delta-presence=0.1,0.6 (δ-presence: "
+    "δmin then δmax), individual-risk=0.05"
 )
 
 #: every model that has a model text
 TEXT_MODELS: tuple[type[PrivacyModel], ...] = (
     KAnonymity, DistinctLDiversity, EntropyLDiversity, RecursiveCLDiversity, TCloseness,
     DeltaDisclosure, BetaLikeness, EnhancedBetaLikeness, KEAnonymity, MUniqueness,
+    PopulationUniquenessModel, KMap, DeltaPresence, IndividualRiskModel,
 )
 
 #: normalised key -> the model class it names

@@ -30,11 +30,18 @@ from anonkit.models.base import Classes, Verdict
 from anonkit.models.closeness import TCloseness
 from anonkit.models.diversity import DistinctLDiversity
 from anonkit.models.likeness import DeltaDisclosure
-from anonkit.release import Release
+from anonkit.release import (
+    NO_FORMAL_GUARANTEE_TEXT,
+    NO_INFORMATION,
+    Release,
+    fully_generalized,
+)
 
 # plots imports matplotlib only inside its drawing functions: importing it here keeps
 # ``import anonkit.report`` cheap
 from anonkit.report import plots
+from anonkit.report.history_place import HistoryPlace, history_section
+from anonkit.report.lattice import lattice_section
 from anonkit.report.page import now as _now
 from anonkit.report.page import page, report_stylesheet
 from anonkit.report.page import section as _section
@@ -138,10 +145,21 @@ def _page(title: str, subtitle: str, banner: str, nav: Sequence[tuple[str, str]]
         stylesheet=report_stylesheet())
 
 
-def _banner(verdicts: Sequence[Verdict]) -> str:
+def _banner(verdicts: Sequence[Verdict], formal_guarantee: bool = True,
+            warnings: Sequence[str] = ()) -> str:
+    """The status under the title: green PASSED only for a release with a formal
+    guarantee whose every model holds; amber NO FORMAL GUARANTEE for a heuristic one
+    (its k >= 1 holds for any table); then an amber line per warning (text)."""
+    return _status_badge(verdicts, formal_guarantee) + "".join(
+        f'<span class="banner warn">WARNING: {e(text)}</span>' for text in warnings)
+
+
+def _status_badge(verdicts: Sequence[Verdict], formal_guarantee: bool) -> str:
     if not verdicts:
         return '<span class="banner fail">No privacy model was checked</span>'
     failed = [v for v in verdicts if not v.passed]
+    if not failed and not formal_guarantee:
+        return f'<span class="banner warn">NO FORMAL GUARANTEE: {NO_FORMAL_GUARANTEE_TEXT}</span>'
     if not failed:
         what = "the privacy model holds" if len(verdicts) == 1 else \
             f"all {len(verdicts)} privacy model checks hold"
@@ -257,7 +275,8 @@ def _risk_section(sizes: np.ndarray, threshold: float, population_size: int | No
 def render_report(result: Release, original: pd.DataFrame, path: str | Path, *,
                   title: str | None = None,
                   provenance: Mapping[str, str] | None = None,
-                  unchanged: Sequence[str] = ()) -> Path:
+                  unchanged: Sequence[str] = (),
+                  history: HistoryPlace | None = None) -> Path:
     """Write the HTML report of ``result`` (anonymized from ``original``) to ``path``.
 
     Sections: summary (method, parameters, rows in and out, classes, timings), verdicts,
@@ -266,7 +285,8 @@ def render_report(result: Release, original: pd.DataFrame, path: str | Path, *,
     the input file, the release file and the command). ``unchanged``: columns written
     beside the release as they were (the command line keeps them out of ``result``); with
     the release's own insensitive columns they are named in the summary, with the warning
-    that they can link a person's rows across releases. Written atomically: a reader never
+    that they can link a person's rows across releases. ``history``: a published release's
+    place in its history (a section after the summary). Written atomically: a reader never
     sees half a report. Returns the path.
     """
     t0 = time.perf_counter()
@@ -292,6 +312,7 @@ def render_report(result: Release, original: pd.DataFrame, path: str | Path, *,
     with plots.style():
         sections = [
             _summary_section(result, original, sizes, suppressed, unchanged),
+            history_section(history) if history is not None else "",
             _section("verdicts", "Privacy models",
                      _verdict_table(result.verdicts, [None] * len(result.verdicts),
                                     worst_values)
@@ -309,9 +330,11 @@ def render_report(result: Release, original: pd.DataFrame, path: str | Path, *,
                           len(result.data) + suppressed) if len(sizes) else "",
             _utility_section(metrics, qis),
             tree_section(result, original),  # huffman / alphabetic only
+            lattice_section(result),  # global recoding only
             _glossary(),
         ]
-    nav = [("summary", "Summary"), ("verdicts", "Privacy models"), ("classes", "Classes"),
+    nav = [("summary", "Summary"), *([("history", "History")] if history else []),
+           ("verdicts", "Privacy models"), ("classes", "Classes"),
            ("qis", "Quasi-identifiers"), ("sensitive", "Sensitive"), ("risk", "Risk"),
            ("utility", "Utility"), ("glossary", "Definitions")]
     elapsed = time.perf_counter() - t0
@@ -327,7 +350,9 @@ def render_report(result: Release, original: pd.DataFrame, path: str | Path, *,
     if result.seeded:
         subtitle += (" · <b>seeded</b>: its randomness came from a given seed, for tests "
                      "and studies only")
-    return _write_page(path, title, subtitle, result.verdicts, nav, sections)
+    cautions = ([NO_INFORMATION] if fully_generalized(qis, metrics) else [])
+    return _write_page(path, title, subtitle, result.verdicts, nav, sections,
+                       formal_guarantee=result.formal_guarantee, warnings=cautions)
 
 
 #: what a report shows for the release's SHA-256 until the release is written: the report is
@@ -345,9 +370,12 @@ def fill_release_digest(path: str | Path, digest: str) -> None:
 
 
 def _write_page(path: str | Path, title: str, subtitle: str, verdicts: Sequence[Verdict],
-                nav: list[tuple[str, str]], sections: list[str]) -> Path:
+                nav: list[tuple[str, str]], sections: list[str], *,
+                formal_guarantee: bool = True, warnings: Sequence[str] = ()) -> Path:
     """Assemble the page and write it atomically (temp file + rename)."""
-    return write_atomic(path, _page(title, subtitle, _banner(verdicts), nav, sections))
+    return write_atomic(path, _page(title, subtitle,
+                                    _banner(verdicts, formal_guarantee, warnings), nav,
+                                    sections))
 
 
 def _class_values(data: pd.DataFrame, qis: Sequence[str], first_row: np.ndarray,
@@ -577,9 +605,12 @@ def _glossary() -> str:
 
 
 def render_check_report(report: CheckReport, path: str | Path, *,
-                        title: str | None = None) -> Path:
+                        title: str | None = None,
+                        provenance: Sequence[tuple[str, str]] | None = None) -> Path:
     """Write the HTML report of a :func:`anonkit.checker.check` run to ``path`` (atomically):
-    verdicts, class sizes and the risk they imply. Returns the path."""
+    verdicts, class sizes and the risk they imply. ``provenance``: what was checked and
+    how, as (what, text) rows (see :func:`anonkit.report.page.provenance`), shown under the
+    title. Returns the path."""
     t0 = time.perf_counter()
     path = Path(path)
     sizes = np.asarray(report.class_sizes, dtype=np.int64)
@@ -612,6 +643,8 @@ def render_check_report(report: CheckReport, path: str | Path, *,
         sections.append(_glossary())
         nav.append(("glossary", "Definitions"))
     elapsed = time.perf_counter() - t0
-    subtitle = (f"{_int(report.n_rows)} rows in {_int(report.n_classes)} equivalence classes "
-                f"· report drawn in {elapsed:.2f} s")
+    subtitle = (" · ".join(f'{e(k)} <span class="mono">{e(v)}</span>'
+                           for k, v in provenance) + "<br>" if provenance else "")
+    subtitle += (f"{_int(report.n_rows)} rows in {_int(report.n_classes)} equivalence "
+                 f"classes · report drawn in {elapsed:.2f} s")
     return _write_page(path, title, subtitle, report.verdicts, nav, sections)

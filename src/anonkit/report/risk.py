@@ -12,8 +12,8 @@ import numpy as np
 
 from anonkit import __version__
 from anonkit._util.files import sha256_file, write_atomic
-from anonkit.metrics.individual import IndividualRisk
 from anonkit.metrics.reidentification import RISKIEST, RiskReport
+from anonkit.models.individual_estimates import IndividualRisk
 from anonkit.report.page import now, page, report_stylesheet, section
 
 #: the bounds of the individual-risk buckets of the distribution table
@@ -94,7 +94,9 @@ def render_risk_report(report: RiskReport, *, source: str | Path | None = None,
                                            for r in top])))
     provenance = [["anonkit", __version__], ["made", now()]]
     if source is not None:
-        provenance += [["input", str(source)], ["input SHA-256", sha256_file(source)]]
+        provenance += [["input", str(source)]]
+        if "://" not in str(source):  # (a database table, shown as its URL, is no file)
+            provenance += [["input SHA-256", sha256_file(source)]]
     if command is not None:
         provenance.append(["command", command])
     sections.append(section("provenance", "Provenance", _table(["", ""], provenance)))

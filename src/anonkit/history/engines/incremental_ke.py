@@ -1,9 +1,14 @@
-"""Incremental (k,e)-anonymity (Srisungsittisunti and Natwichai; spec 004): the next
-release of a dataset whose groups never intersect an earlier release's below k values or
-range e. The partition step with the overlap constraint is
-:func:`anonkit.algorithms.ke_partition.incremental_partition`; this engine feeds it the
-previous release's groups and the values left per record (its state in the history), and
-refuses, naming counts only, when no partition can spare a record.
+"""Incremental (k,e)-anonymity: the next release of a dataset whose groups never
+intersect an earlier release's below k values or range e.
+
+By default (``--history-check placeholders``) groups last: each keeps its multiset for
+good, the values of members who left published as placeholder rows, and newcomers form
+groups of their own (:func:`anonkit.algorithms.ke_placeholders.placeholder_partition`;
+its docstring says why). ``pruned`` and ``naive`` are the chapter's covering partition
+(Srisungsittisunti and Natwichai; spec 004,
+:func:`anonkit.algorithms.ke_partition.incremental_partition`), which refuses, naming
+counts only, when departures leave no partition that spares a record. The state in the
+history carries the values left per record, and the slots.
 """
 
 from __future__ import annotations
@@ -19,14 +24,17 @@ from anonkit.algorithms.ke_partition import (
     BlockedRecords,
     EarlierRelease,
     KEPartition,
+    Slots,
     ValuesLeft,
     first_knowledge,
+    group_multisets,
     group_value_sets,
     incremental_partition,
     knowledge_from_releases,
     naive_incremental_partition,
     next_knowledge,
 )
+from anonkit.algorithms.ke_placeholders import placeholder_partition
 from anonkit.errors import InputError
 from anonkit.history.attacks import CrossReleaseBreachError
 from anonkit.history.engines.context import PublishContext, PublishRequest
@@ -59,13 +67,14 @@ def publish(df: pd.DataFrame, request: PublishRequest, context: PublishContext) 
     """The next release of a dataset (the ``ke`` method with a history): the optimal
     partition with no incremental breach against any earlier release."""
     options = dict(request.options)
-    strategy = options.get("history_check") or "pruned"
+    strategy = options.get("history_check") or "placeholders"
     if context.previous is None or strategy == "ignore":
         # the first release, or a deliberate re-partition that ignores the history (the
-        # publishing gate then judges it like any one-shot release)
+        # publishing gate then judges it like any one-shot release); its groups are the
+        # slots a release with placeholders continues from
         release, part = one_shot(df, context.schema, options)
         keys = np.asarray(context.pseudonyms, dtype=KEY_DTYPE)
-        release.method_state = first_knowledge(part, keys).to_bytes()
+        release.method_state = first_knowledge(part, keys, slots=True).to_bytes()
         return release
     k, e = options.get("k"), options.get("e")
     if k is None or e is None:
@@ -80,10 +89,31 @@ def publish(df: pd.DataFrame, request: PublishRequest, context: PublishContext) 
     if name not in view.values:
         raise InputError(f"the previous release of {context.dataset!r} has no sensitive "
                          f"attribute {name!r}")
+    state = context.previous_state if context.previous.method == "ke" else None
+    if strategy == "placeholders" and state is not None:
+        carried = ValuesLeft.from_bytes(state)
+        if carried.slots is None:  # the previous release used the covering partition
+            carried = _slots_from_view(carried, view, name)
+        try:
+            lasting = placeholder_partition(values, keys, carried, k, e, places=places,
+                                            name=name)
+        except BlockedRecords as blocked:
+            raise CrossReleaseBreachError(_blocked_message(blocked, request, context),
+                                          details=_blocked_details(blocked, context, view)
+                                          ) from None
+        timings["partition"] = time.perf_counter() - t0
+        parameters = parameters_of(options) | {
+            "breach_checks": lasting.part.breach_checks, "history_check": "placeholders",
+            "continuing": lasting.continuing, "new": lasting.fresh,
+            "groups_not_published": lasting.retired}
+        return permuted_release(df, context.schema, lasting.part, k=k, e=e,
+                                group_column=options.get("group_column") or "group",
+                                seed=options.get("seed"), method="ke", parameters=parameters,
+                                timings=timings, method_state=lasting.knowledge.to_bytes(),
+                                placeholders=lasting.placeholder_values)
     previous = earlier_release(view, keys, name)
-    state = context.previous_state
     try:
-        if strategy == "pruned" and state is not None and context.previous.method == "ke":
+        if strategy == "pruned" and state is not None:
             part, knowledge = incremental_partition(values, keys, previous,
                                                     ValuesLeft.from_bytes(state), k, e,
                                                     places=places, name=name)
@@ -100,6 +130,14 @@ def publish(df: pd.DataFrame, request: PublishRequest, context: PublishContext) 
                                       ) from None
     timings["partition"] = time.perf_counter() - t0
     parameters = parameters_of(options) | {"breach_checks": part.breach_checks}
+    if strategy == "placeholders":
+        # no state to continue from (the previous release was not a (k,e) one): this
+        # release covers every earlier one; its groups become the slots from now on
+        sptr, svalues, scounts = group_multisets(part)
+        slot_of = np.full(len(knowledge.keys), -1, dtype=np.int64)
+        here = np.searchsorted(knowledge.keys, keys)
+        slot_of[here] = part.group_ids()
+        knowledge.slots = Slots(slot_of, sptr, svalues, scounts)
     return permuted_release(df, context.schema, part, k=k, e=e,
                             group_column=options.get("group_column") or "group",
                             seed=options.get("seed"), method="ke", parameters=parameters,
@@ -124,6 +162,26 @@ def _knowledge_after(part: KEPartition, keys: np.ndarray,
     a_set, a_ptr, a_values, _ = knowledge_from_releases(absent, releases, universe)
     carried = ValuesLeft(absent, a_set, a_ptr, a_values)
     return next_knowledge(part, keys, carried, set_of, ptr, values)
+
+
+def _slots_from_view(knowledge: ValuesLeft, view: ReleaseView, attribute: str) -> ValuesLeft:
+    """Slots for a state the covering partition carried: the previous release's groups,
+    with their multisets as released; records not in it have none."""
+    cv = view.values[attribute]
+    per_class = np.bincount(cv.class_index, minlength=view.n_classes)
+    ptr = np.concatenate([[0], np.cumsum(per_class)]).astype(np.int64)
+    record_keys = np.asarray(view.record_keys.tolist(), dtype=KEY_DTYPE)
+    sort = np.argsort(record_keys, kind="stable")
+    record_keys, record_classes = record_keys[sort], view.record_classes[sort]
+    slot_of = np.full(len(knowledge.keys), -1, dtype=np.int64)
+    if len(record_keys):
+        pos = np.minimum(np.searchsorted(record_keys, knowledge.keys), len(record_keys) - 1)
+        hit = record_keys[pos] == knowledge.keys
+        slot_of[hit] = record_classes[pos[hit]]
+    slots = Slots(slot_of, ptr, np.asarray(cv.value, dtype=np.float64),
+                  np.asarray(cv.count, dtype=np.int64))
+    return ValuesLeft(knowledge.keys, knowledge.set_of, knowledge.ptr, knowledge.values,
+                      knowledge.group, slots)
 
 
 def _published_group_ids(context: PublishContext, view: ReleaseView) -> np.ndarray | None:

@@ -31,7 +31,9 @@ def publish(df: pd.DataFrame, request: PublishRequest, context: PublishContext) 
     nodes once split stay split, so a row's spans only narrow and intersecting releases
     narrows nothing. Deletions keep their counts and never undo a split: spans never
     widen back; if the rows that left take a released class of this release below ``k``
-    rows, the boundary refuses the release (nothing is written).
+    rows, the boundary refuses the release (nothing is written). A domain taken from the
+    first release's data grows with later values (:meth:`StreamTree.grow`); a declared
+    ``--domain`` is fixed.
     """
     options = dict(request.options)
     timings: dict[str, float] = {}
@@ -57,10 +59,24 @@ def publish(df: pd.DataFrame, request: PublishRequest, context: PublishContext) 
         declared = options.get("domain")
         if declared is not None:
             declared = parse_domain(declared) if isinstance(declared, str) else tuple(declared)
+            if tuple(declared) != tree.domain and tree.growable:
+                raise InputError(f"the domain of {context.dataset!r} was taken from its data "
+                                 f"and grows with it (now {tree.domain[0]},{tree.domain[1]}); "
+                                 f"got --domain {declared[0]},{declared[1]}: leave --domain "
+                                 f"out after the first release")
             if tuple(declared) != tree.domain:
                 raise InputError(f"the domain of {context.dataset!r} is fixed at "
                                  f"{tree.domain[0]},{tree.domain[1]} since its first release; "
                                  f"got --domain {declared[0]},{declared[1]}")
+    if tree.growable and len(values):
+        # a domain taken from the data grows to hold later values: doubling the tree
+        # keeps every earlier node a node, so every span released before stays one
+        as_float = np.asarray(values, dtype=np.float64)
+        low, high = np.floor(np.nanmin(as_float)), np.ceil(np.nanmax(as_float))
+        if np.isfinite(low) and np.isfinite(high):
+            split_before, shift = tree.grow(int(low), int(high), split_before)
+            if shift:
+                records = Records(records.keys, records.codes + shift, records.cohort)
     codes = tree.codes_of(values, where=f" of column {name!r}")
     pos, known = records.lookup(keys)
     moved = known & (records.codes[pos] != codes) if len(records.keys) else known

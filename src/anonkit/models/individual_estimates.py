@@ -111,3 +111,10 @@ def household_risk(risk: np.ndarray, household_ids: np.ndarray) -> IndividualRis
     out = per_household[ids]
     expected = float(out.sum())
     return IndividualRisk(out, expected, expected / len(r))
+
+
+def class_risk(sample_sizes: np.ndarray, population_sizes: np.ndarray) -> np.ndarray:
+    """Benedetti and Franconi's risk of a record in each class, from the class's rows in the
+    sample (``f_k``) and its estimated people in the population (``F_k >= f_k``)."""
+    return _approx_risk(np.asarray(sample_sizes, dtype=np.float64),
+                        np.asarray(population_sizes, dtype=np.float64))
