@@ -455,10 +455,13 @@ def test_bad_urls_are_one_line(tmp_path: Path) -> None:
         ("postgresql://u:pw@127.0.0.1:1/db", "cannot connect"),
         (f"sqlite:///{tmp_path}/missing.db", "SQLite database not found"),
         ("sqlite:///:memory:", "names no SQLite file"),
+        # a raw "@" or "/" in the password: libpq would quote a piece of it as the host
+        ("postgresql://u:pw@xy@127.0.0.1:1/db", "holds a raw '@' or '/'"),
+        ("postgresql://u:pw/xy@127.0.0.1:1/db", "holds a raw '@' or '/'"),
     ]:
         code, output = run("anonymize", url, *common)
         assert_refused(code, output, fragment)
-        assert ":pw@" not in output
+        assert ":pw@" not in output and "xy" not in output
     assert not out.exists()
     assert not (tmp_path / "missing.db").exists()
     code, output = run("anonymize", tmp_path / "a.csv", "--table", "t", "--qi", "a", "-o", out)

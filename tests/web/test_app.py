@@ -1,24 +1,33 @@
 """The web app without a browser (Starlette's test client): its guards (token, CSRF, host,
 the served folder, uploads, escaping), the workflow's refusals, the gate's refusal and its
-typed override, and the job file that runs on the command line to the same release."""
+typed override, the job file that runs on the command line to the same release, and a
+table in a database (SQLite files, and the PostgreSQL server the suite starts) opened in
+place of a file, its password never shown nor saved."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
+import adbc_driver_postgresql.dbapi as postgresql_driver
+import adbc_driver_sqlite.dbapi as sqlite_driver
 import httpx
+import pyarrow as pa
 import pytest
 from click.testing import CliRunner
 from starlette.testclient import TestClient
 
 from anonkit import jobs
 from anonkit.cli import main
+from anonkit.datasets import load_adult
+from pg_fixtures import TemporaryPostgres, postgres_server  # noqa: F401 (a fixture)
 
 from .conftest import HOSTILE, HOSTILE_NAME, TOKEN, roles_for
 
@@ -294,3 +303,186 @@ def test_another_address_needs_host_and_is_warned_about(folder: Path) -> None:
     finally:
         server.send_signal(signal.SIGINT)
         server.wait(10)
+
+
+# -- a table in a database (issue 26) -------------------------------------------------------
+
+
+#: a password the pages, errors, logs and saved job files must never show
+RIGHT = "Web-R1ght-Pass"
+WRONG = "Web-Wr0ng-Pass"
+
+
+def open_database(client: TestClient, csrf: str, url: str, table: str = "",
+                  query: str = "") -> httpx.Response:
+    return client.post(f"/database?csrf={csrf}", data={"url": url, "table": table,
+                                                       "query": query})
+
+
+def sqlite_people(path: Path, rows: int = 3000) -> None:
+    """The bundled Adult sample's first ``rows`` with an id column, as table ``people``."""
+    frame = load_adult().data.head(rows).reset_index(drop=True)
+    frame.insert(0, "id", range(len(frame)))
+    connection = sqlite_driver.connect(str(path))
+    try:
+        connection.cursor().adbc_ingest("people", pa.Table.from_pandas(frame,
+                                                                       preserve_index=False))
+        connection.commit()
+    finally:
+        connection.close()
+
+
+def assert_one_line(page: httpx.Response, *fragments: str) -> None:
+    assert page.status_code == 400, page.text
+    error = re.search(r'<p class="error"[^>]*>(.*?)</p>', page.text, re.DOTALL)
+    assert error is not None and "\n" not in error.group(1), page.text
+    for fragment in fragments:
+        assert fragment in error.group(1), (fragment, error.group(1))
+
+
+def run_database_job(client: TestClient, csrf: str, folder: Path, tmp_path: Path,
+                     env: dict[str, str] | None = None) -> tuple[str, str]:
+    """Classify, build a hierarchy from the database's values, preview with a seed, save
+    the job; the saved file's text, after checking that ``anonkit anonymize --config`` on
+    it gives the same release."""
+    columns = ["id", *load_adult().data.columns]
+    classify(client, csrf, roles_for(columns, "id", "salary-class"))
+    built = client.post(f"/hierarchy?csrf={csrf}",
+                        data={"column": "age", "builder": "intervals", "parameter": "10,20"})
+    assert "age <small>" in built.text and "[20-29]" in built.text
+    page = run(client, csrf, "mondrian", k="10", l="2", seed="7")
+    assert 'id="outcome">Every model holds' in page.text, page.text
+    task = page.url.path.rsplit("/", 1)[-1]
+    release = client.get(f"/runs/{task}/release.csv").content
+    report = client.get(f"/runs/{task}/report.html").text
+    saved = client.post(f"/save?csrf={csrf}", data={"task": task, "path": "people.toml"})
+    assert saved.status_code == 200, saved.text
+    text = (folder / "people.toml").read_text()
+    out = tmp_path / "cli.csv"
+    result = CliRunner().invoke(main, ["anonymize", "--config", str(folder / "people.toml"),
+                                       "-o", str(out)], env=env)
+    assert result.exit_code == 0, result.output
+    assert out.read_bytes() == release
+    return text, page.text + report + saved.text
+
+
+def test_a_sqlite_table_runs_and_its_job_file_gives_the_same_release(
+        client: TestClient, folder: Path, tmp_path: Path) -> None:
+    sqlite_people(folder / "people.db")
+    csrf = login(client)
+    page = open_database(client, csrf, "sqlite:///people.db", table="people")
+    assert page.url.path == "/table", page.text
+    assert "3,000 rows, 10 columns" in page.text
+    assert f"sqlite:///{folder}/people.db (people)" in page.text
+    assert "<td>numeric</td>" in page.text and "Bachelors" in page.text  # kinds, counts
+    text, _ = run_database_job(client, csrf, folder, tmp_path)
+    assert f'input = "sqlite:///{folder}/people.db"' in text
+    assert 'table = "people"' in text and "query" not in text
+
+    query = "SELECT * FROM people WHERE age >= 30"
+    page = open_database(client, csrf, f"sqlite:///{folder}/people.db", query=query)
+    assert page.url.path == "/table" and "query <small>" in page.text
+    rows = int(re.search(r"([\d,]+) rows", page.text).group(1).replace(",", ""))  # type: ignore[union-attr]
+    assert 0 < rows < 3000
+    assert "age <small>" in page.text  # the same columns: roles and hierarchies stay
+    task = run(client, csrf, "mondrian", k="10", seed="7").url.path.rsplit("/", 1)[-1]
+    saved = client.post(f"/save?csrf={csrf}", data={"task": task, "path": "older.toml"})
+    assert saved.status_code == 200
+    assert f"query = {json.dumps(query)}" in (folder / "older.toml").read_text()
+    published = finished(client, client.post(f"/publish?csrf={csrf}", data={
+        "task": task, "dataset": "people", "key": "id", "output": "people-r1.csv"}))
+    assert "published release 1" in published.text, published.text
+    assert len((folder / "people-r1.csv").read_text().splitlines()) == rows + 1
+
+
+@pytest.mark.parametrize("url", ["sqlite:////etc/people.db", "sqlite:///../outside.db",
+                                 "sqlite:///sub/../../outside.db", "sqlite:///escape.db",
+                                 "sqlite:///%2E%2E/outside.db"])
+def test_a_sqlite_file_outside_the_served_folder_is_refused(client: TestClient, folder: Path,
+                                                            url: str) -> None:
+    sqlite_people(folder.parent / "outside.db", rows=10)
+    (folder / "escape.db").symlink_to(folder.parent / "outside.db")
+    csrf = login(client)
+    assert_one_line(open_database(client, csrf, url, table="people"), "served folder")
+    assert client.get("/table", follow_redirects=False).status_code == 303  # nothing opened
+
+
+@pytest.mark.parametrize(("url", "table", "query", "says"), [
+    ("", "people", "", "give the database URL"),
+    ("/work/people.csv", "people", "", "no database URL"),
+    ("sqlite:///people.db", "", "", "a table name or with a query"),
+    ("sqlite:///people.db", "people", "SELECT 1", "a table name or with a query"),
+    ("sqlite:///missing.db", "people", "", "SQLite database not found"),
+    ("sqlite:///people.db", "nobody", "", "nobody"),
+    ("sqlite:///people.db", "", "SELECT nothing FROM people", "check the query"),
+    ("postgresql://keeper:pa@ss@127.0.0.1:1/ward", "people", "", "%40"),  # would be shown
+])
+def test_a_wrong_database_source_is_one_line(client: TestClient, folder: Path, url: str,
+                                             table: str, query: str, says: str) -> None:
+    sqlite_people(folder / "people.db", rows=10)
+    csrf = login(client)
+    page = open_database(client, csrf, url, table, query)
+    assert_one_line(page, says)
+    assert "ss@" not in page.text
+
+
+@pytest.fixture
+def keeper_database(postgres_server: TemporaryPostgres) -> str:  # noqa: F811
+    """A database with the Adult sample's first 3,000 rows as ``people``, readable by the
+    user ``keeper``, who must give a password (scram-sha-256 over TCP); its URL without it."""
+    name = f"web_{uuid.uuid4().hex[:12]}"
+    postgres_server.create_database(name)
+    trusted = f"postgresql://postgres@127.0.0.1:{postgres_server.port}/{name}"
+    frame = load_adult().data.head(3000).reset_index(drop=True)
+    frame.insert(0, "id", range(len(frame)))
+    connection = postgresql_driver.connect(trusted)
+    try:
+        cursor = connection.cursor()
+        cursor.adbc_ingest("people", pa.Table.from_pandas(frame, preserve_index=False))
+        cursor.execute("DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = "
+                       f"'keeper') THEN CREATE ROLE keeper LOGIN PASSWORD '{RIGHT}'; END IF; "
+                       "END $$")
+        cursor.execute(f"ALTER ROLE keeper PASSWORD '{RIGHT}'")
+        cursor.execute("GRANT SELECT ON people TO keeper")
+        connection.commit()
+    finally:
+        connection.close()
+    hba = postgres_server.data / "pg_hba.conf"
+    rules = hba.read_text()
+    if "keeper" not in rules:
+        hba.write_text("host all keeper 127.0.0.1/32 scram-sha-256\n" + rules)
+        postgres_server._run("pg_ctl", "-D", str(postgres_server.data), "reload")
+    return f"postgresql://keeper@127.0.0.1:{postgres_server.port}/{name}"
+
+
+@pytest.mark.postgres
+def test_a_postgresql_password_is_never_shown_nor_saved(
+        client: TestClient, folder: Path, tmp_path: Path, keeper_database: str,
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    csrf = login(client)
+    with_password = keeper_database.replace("keeper@", f"keeper:{WRONG}@")
+    monkeypatch.delenv("PGPASSWORD", raising=False)
+    monkeypatch.setenv("PGPASSFILE", str(tmp_path / "no-pgpass"))
+    refused = open_database(client, csrf, with_password, table="people")
+    assert_one_line(refused, "password", "keeper:***@")
+    assert WRONG not in refused.text
+    monkeypatch.setenv("PGPASSWORD", WRONG)
+    refused = open_database(client, csrf, keeper_database, table="people")
+    assert_one_line(refused, "password authentication failed")
+    assert WRONG not in refused.text
+
+    # the right password in the URL: shown masked, saved without it
+    right = keeper_database.replace("keeper@", f"keeper:{RIGHT}@")
+    page = open_database(client, csrf, right, table="people")
+    assert page.url.path == "/table" and "keeper:***@" in page.text, page.text
+    assert RIGHT not in page.text
+    text, shown = run_database_job(client, csrf, folder, tmp_path, env={"PGPASSWORD": RIGHT})
+    assert f'input = "{keeper_database}"' in text and "PGPASSWORD" in text
+    for seen in (text, shown, *(client.get(p).text for p in ("/", "/table", "/job")),
+                 caplog.text):
+        assert RIGHT not in seen and WRONG not in seen
+
+    # the right password from PGPASSWORD, where the server runs
+    monkeypatch.setenv("PGPASSWORD", RIGHT)
+    page = open_database(client, csrf, keeper_database, query="SELECT * FROM people")
+    assert page.url.path == "/table" and "3,000 rows" in page.text

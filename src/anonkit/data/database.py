@@ -127,6 +127,14 @@ def parse_database(url: str) -> Database:
             raise InputError(f"the URL {masked(url)!r} names no SQLite file; write "
                              f"sqlite:///FILE.db (relative) or sqlite:////PATH/FILE.db")
         return Database(url, "sqlite", str(Path(path).expanduser()))
+    head = rest.partition("?")[0]
+    userinfo = head[:head.rfind("@")] if "@" in head else ""
+    if ":" in userinfo and ("@" in userinfo or "/" in userinfo):
+        # libpq and a URL parser would split it elsewhere, and the driver's messages
+        # would then quote a piece of the password as a host or database name
+        raise InputError(f"the password in the database URL {masked(url)!r} holds a raw "
+                         f"'@' or '/': write them as %40 and %2F, or give the password in "
+                         f"PGPASSWORD or ~/.pgpass")
     target = "postgresql://" + rest
     try:
         parts = urlsplit(target)

@@ -21,7 +21,9 @@ import pandas as pd
 
 from anonkit import methods
 from anonkit._util.files import atomic_write, refuse_collisions
-from anonkit.data.read import read_table
+from anonkit._util.urls import without_password
+from anonkit.data.database import parse_database, read_source, source_of
+from anonkit.data.read import read_table, to_pandas
 from anonkit.data.schema import infer_kind
 from anonkit.errors import InputError
 from anonkit.hierarchy import (
@@ -44,6 +46,7 @@ from anonkit.release import Release
 from anonkit.web.contract import (
     AuditResult,
     ColumnPreview,
+    DatabaseTable,
     HierarchyLevel,
     HierarchyPreview,
     MethodForm,
@@ -53,6 +56,7 @@ from anonkit.web.contract import (
     RunResult,
     Settings,
     StepReporter,
+    TableInput,
     TablePreview,
     Verdicts,
     Verified,
@@ -95,9 +99,9 @@ class Workbench:
         return forms
 
     # -- tables and hierarchies --------------------------------------------------------
-    def preview_table(self, path: Path) -> TablePreview:
+    def preview_table(self, source: TableInput) -> TablePreview:
         """The table's first rows, and per column its inferred kind and value counts."""
-        df = read_table(path)
+        df = _read(source)
         columns = []
         for name in df.columns:
             series = df[name]
@@ -111,17 +115,28 @@ class Workbench:
                                          int(series.isna().sum()), top))
         head = [[_cell(v) for v in row]
                 for row in df.head(HEAD_ROWS).itertuples(index=False, name=None)]
-        return TablePreview(path, len(df), columns, head)
+        return TablePreview(source, len(df), columns, head)
+
+    def database_file(self, url: str) -> Path | None:
+        """The SQLite file a database URL names (as written: relative or absolute), None for
+        a database server. A URL anonkit cannot use is an :class:`InputError`, and so is a
+        password holding a character that ends a URL's user part (it would be shown)."""
+        database = parse_database(url)
+        authority = url.split("://", 1)[1].split("/", 1)[0]
+        if database.password is not None and authority.count("@") > 1:
+            raise InputError("the database URL's password holds an '@': write it as %40 "
+                             "(percent-encoded), or give it by PGPASSWORD or ~/.pgpass")
+        return Path(database.target) if database.backend == "sqlite" else None
 
     def preview_hierarchy(self, column: str, path: Path) -> HierarchyPreview:
         """An ARX hierarchy file's levels, leaves first."""
         return _levels(column, path, read_arx_hierarchy(path, name=column))
 
-    def build_hierarchy(self, table: Path, column: str, builder: str, parameter: str,
+    def build_hierarchy(self, table: TableInput, column: str, builder: str, parameter: str,
                         target: Path) -> HierarchyPreview:
         """Build a hierarchy over ``column``'s values (intervals, masking or dates), write
         it as an ARX file to ``target`` and show its levels."""
-        df = read_table(table)
+        df = _read(table, column)
         if column not in df.columns:
             raise InputError(f"the table has no column {column!r}")
         values = df[column].dropna().unique()
@@ -157,6 +172,9 @@ class Workbench:
         given: dict[str, object] = {"input": str(settings.input), "output": str(output),
                                     "method": settings.method,
                                     "shuffle": settings.shuffle or None}
+        if isinstance(settings.input, DatabaseTable):
+            given |= {"input": settings.input.url, "table": settings.input.table,
+                      "query": settings.input.query}
         for role, key in _ROLE_KEYS.items():
             given[key] = [c for c in settings.columns if settings.roles.get(c) == role]
         if report is not None:
@@ -168,7 +186,7 @@ class Workbench:
 
     def check(self, settings: Settings) -> None:
         """Refuse settings the job would refuse (a wrong option, a column with no role)."""
-        self._job(settings, settings.input.with_name("release.csv"))
+        self._job(settings, Path("release.csv"))
 
     def run(self, settings: Settings, folder: Path, step: StepReporter,
             verified: Verified | None = None) -> RunResult:
@@ -257,14 +275,15 @@ class Workbench:
                 hierarchies[column] = str(path)
         refuse_collisions([(target, "job file"), *[(c, "hierarchy file")
                                                    for c in copies.values()]],
-                          [(settings.input, "the input")])
+                          [] if isinstance(settings.input, DatabaseTable)
+                          else [(settings.input, "the input")])
         method = methods.get(settings.method)
         lines = [] if method.anonymize is not None else [
             f"# {method.name} publishes only with a history: anonkit release publish --config "
             f"{target.name} --dataset NAME --key COLUMN"]
-        lines += [f"input = {_toml(str(settings.input))}",
-                 f"output = {_toml(target.with_name(f'{target.stem}-release.csv').name)}",
-                 f"method = {_toml(settings.method)}"]
+        lines += _input_lines(settings.input)
+        lines += [f"output = {_toml(target.with_name(f'{target.stem}-release.csv').name)}",
+                  f"method = {_toml(settings.method)}"]
         for key in ("quasi_identifiers", "sensitive", "identifiers", "insensitive", "drop"):
             if job.get(key):
                 lines.append(f"{key} = {_toml(job[key])}")
@@ -290,6 +309,35 @@ class Workbench:
         with atomic_write(target) as tmp:
             tmp.write_text(text, encoding="utf-8")
         return text
+
+
+def _read(source: TableInput, column: str | None = None) -> pd.DataFrame:
+    """The table (``column`` only: None for all), from its file or its database."""
+    if isinstance(source, Path):
+        return read_table(source)
+    database = source_of(source.url, source.table, source.query)
+    assert database is not None  # (the app opens only database URLs as a DatabaseTable)
+    if column is not None:
+        return to_pandas(read_source(database, [column]))
+    return to_pandas(read_source(database))
+
+
+def _input_lines(source: TableInput) -> list[str]:
+    """A job file's lines naming its input: a file, or a database URL (without its
+    password: libpq takes it from PGPASSWORD or ~/.pgpass) and the table or query."""
+    if isinstance(source, Path):
+        return [f"input = {_toml(str(source))}"]
+    url = without_password(source.url)
+    password = parse_database(source.url).password
+    if parse_database(url).password is not None:
+        raise InputError("cannot leave the password out of the database URL; give the URL "
+                         "without it and the password by PGPASSWORD or ~/.pgpass")
+    lines = [] if password is None else [
+        "# the database password is not saved: libpq takes it from PGPASSWORD or ~/.pgpass"]
+    lines.append(f"input = {_toml(url)}")
+    lines.append(f"table = {_toml(source.table)}" if source.table is not None
+                 else f"query = {_toml(source.query)}")
+    return lines
 
 
 def _toml(value: object) -> str:

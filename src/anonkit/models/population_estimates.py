@@ -95,7 +95,6 @@ from collections.abc import Callable, Sequence
 from typing import Literal, NamedTuple, get_args
 
 import numpy as np
-from scipy import special
 
 from anonkit.errors import InputError
 
@@ -294,6 +293,7 @@ def _newton(system: _System, starts: Sequence[tuple[float, float]],
 
 def _zayatz(sizes: np.ndarray, counts: np.ndarray, f1: int, n: int, big_n: float) -> float:
     """Zayatz's share of population uniques, ``f_1 P(F=1 | f=1) / n`` (= uniques / N)."""
+    from scipy import special  # (imported when used: scipy costs every command 0.1 s)
     # log P(f=1|F=j) / P(f=1|F=1) = log j + sum_{k<j} log(1 - (n-1)/(N-k)); a class larger
     # than N - n + 1 cannot show once in the sample (probability 0, log -inf)
     head = min(int(sizes[-1]), _ZAYATZ_TERMS)
@@ -360,6 +360,8 @@ def _pitman_system(big: np.ndarray, big_counts: np.ndarray, u: int, n: int, *,
     form), but dividing them by ``alpha`` cancels digits when ``alpha`` is small;
     ``plain=True`` adds them up term by term instead (ARX's iterative form), at O(u) a call.
     """
+    from scipy import special  # (imported when used: scipy costs every command 0.1 s)
+
     m = float(u - 1)
     sizes = big.astype(np.float64)
     i = np.arange(1, u, dtype=np.float64) if plain else np.zeros(0)
@@ -440,6 +442,7 @@ def _pitman_uniques(fit: _PitmanFit, big_n: float, u: int) -> float:
 
     ``alpha < 0`` is the finite-classes branch of Pitman's family; Hoshino's large-``N``
     form still applies there, and ARX accepts it too."""
+    from scipy import special  # (imported when used: scipy costs every command 0.1 s)
     theta, alpha = fit.theta, fit.alpha
     if not (fit.converged and _pitman_domain(u)(theta, alpha)):
         return math.nan

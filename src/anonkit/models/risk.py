@@ -38,7 +38,6 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
-from scipy import special
 
 from anonkit._util.numbers import exact_number, whole_number
 from anonkit.errors import InputError
@@ -325,6 +324,7 @@ def poisson_k(mean: float, significance: float, zero_truncated: bool) -> int:
     ``mean``: the first count whose cumulative probability reaches ``1 - significance``,
     plus one (Poisson; as ``KMap.calculateKPoisson`` returns it) or itself (zero-truncated;
     ``calculateKZeroPoisson``)."""
+    from scipy import special  # (imported when used: scipy costs every command 0.1 s)
     target = 1.0 - significance
     if not zero_truncated:
         counter, value = 0, 0.0

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from urllib.parse import quote
 
 import jinja2
 from starlette.applications import Starlette
@@ -39,11 +40,13 @@ from anonkit.web.contract import (
     KINDS,
     ROLES,
     AuditResult,
+    DatabaseTable,
     HierarchyPreview,
     PublishResult,
     RunResult,
     Settings,
     StepReporter,
+    TableInput,
     TablePreview,
     Verdicts,
     Workbench,
@@ -190,7 +193,26 @@ def create_app(workbench: Workbench, config: Config) -> Starlette:
         except AnonkitError as exc:
             return refused("home.html", exc, files=[])
 
-    def _opened(path: Path) -> Response:
+    async def open_database(request: Request) -> Response:
+        form = await request.form()
+        try:
+            url = str(form.get("url", "")).strip()
+            name = str(form.get("table", "")).strip()
+            query = str(form.get("query", "")).strip()
+            if not url:
+                raise InputError("give the database URL: postgresql://USER@HOST/DATABASE or "
+                                 "sqlite:///FILE.db")
+            if bool(name) == bool(query):
+                raise InputError("name the rows with a table name or with a query (one of "
+                                 "them)")
+            file = workbench.database_file(url)
+            if file is not None:  # read only under the served folder, as every file
+                url = "sqlite:///" + quote(str(under_root(root, str(file), "SQLite database")))
+            return _opened(DatabaseTable(url, name or None, query or None))
+        except AnonkitError as exc:
+            return refused("home.html", exc, files=[])
+
+    def _opened(path: TableInput) -> Response:
         preview = workbench.preview_table(path)
         columns = [c.name for c in preview.columns]
         with lock:
@@ -446,6 +468,7 @@ def create_app(workbench: Workbench, config: Config) -> Starlette:
         Route("/", home),
         Route("/open", open_table, methods=["POST"]),
         Route("/upload", upload_table, methods=["POST"]),
+        Route("/database", open_database, methods=["POST"]),
         Route("/table", table),
         Route("/roles", set_roles, methods=["POST"]),
         Route("/hierarchy", set_hierarchy, methods=["POST"]),

@@ -3,15 +3,19 @@
 line hands it the job API, so the app calls the same jobs as the command line and never
 runs a method itself).
 
-Everything crossing this seam is plain data: texts, numbers and paths."""
+Everything crossing this seam is plain data: texts, numbers, paths and a database table's
+URL."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
+
+from anonkit._util.urls import masked
 
 #: the roles a column can have, as on the command line
 ROLES = ("quasi-identifier", "sensitive", "identifier", "insensitive", "drop")
@@ -34,6 +38,37 @@ Verified = Callable[[Verdicts, str], None]
 
 
 @dataclass(frozen=True)
+class DatabaseTable:
+    """A table, or the rows of a query, in a database (``postgresql://...`` or
+    ``sqlite:///...``). The URL as given, its password included, stays in the server's
+    memory: it is shown masked and saved without its password."""
+
+    url: str = field(repr=False)
+    table: str | None = None
+    query: str | None = None
+
+    def __str__(self) -> str:
+        return f"{masked(self.url)} ({'query' if self.table is None else self.table})"
+
+    def __repr__(self) -> str:
+        return f"DatabaseTable({str(self)!r})"
+
+    @property
+    def name(self) -> str:
+        """As a page names it (a file's name is its ``name`` too)."""
+        return self.table if self.table is not None else "query"
+
+    @property
+    def stem(self) -> str:
+        """The start of the names offered for its release and job files (as a file's)."""
+        return re.sub(r"[^A-Za-z0-9_-]+", "_", self.name).strip("_") or "table"
+
+
+#: what the steward opens: a file, or a table or query in a database
+TableInput = Path | DatabaseTable
+
+
+@dataclass(frozen=True)
 class ColumnPreview:
     """One column of an opened table: its inferred kind and its most common values."""
 
@@ -49,10 +84,15 @@ class ColumnPreview:
 class TablePreview:
     """An opened table: its first rows and its columns."""
 
-    path: Path
+    source: TableInput
     rows: int
     columns: list[ColumnPreview]
     head: list[list[str]]
+
+    @property
+    def database(self) -> str | None:
+        """The database it was read from, as it may be shown (None: a file)."""
+        return str(self.source) if isinstance(self.source, DatabaseTable) else None
 
 
 @dataclass(frozen=True)
@@ -104,7 +144,7 @@ class Settings:
     """A job as the steward set it up in the app: the table, every column's role, kinds,
     hierarchies (ARX files), the method and its options as typed in the form."""
 
-    input: Path
+    input: TableInput
     columns: list[str]
     roles: dict[str, str] = field(default_factory=dict)
     kinds: dict[str, str] = field(default_factory=dict)
@@ -175,11 +215,13 @@ class Workbench(Protocol):
 
     def methods(self) -> list[MethodForm]: ...
 
-    def preview_table(self, path: Path) -> TablePreview: ...
+    def preview_table(self, source: TableInput) -> TablePreview: ...
+
+    def database_file(self, url: str) -> Path | None: ...
 
     def preview_hierarchy(self, column: str, path: Path) -> HierarchyPreview: ...
 
-    def build_hierarchy(self, table: Path, column: str, builder: str, parameter: str,
+    def build_hierarchy(self, table: TableInput, column: str, builder: str, parameter: str,
                         target: Path) -> HierarchyPreview: ...
 
     def check(self, settings: Settings) -> None: ...
