@@ -1,9 +1,9 @@
-"""HTML reports: every section present, self-contained (data: URIs, nothing fetched), data
-escaped, balanced markup, written atomically, matplotlib imported only when drawing."""
+"""HTML reports: every section present, self-contained (inline SVG charts, nothing fetched),
+data escaped, balanced markup, written atomically, matplotlib imported only for a code
+tree."""
 
 from __future__ import annotations
 
-import base64
 import re
 import subprocess
 import sys
@@ -79,7 +79,14 @@ def assert_self_contained(text: str) -> None:
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", text, re.I)
     assert not re.search(r"url\(\s*['\"]?(https?:)?//", text, re.I)
     for src in re.findall(r'<img[^>]*\ssrc="([^"]*)"', text):
-        assert src.startswith("data:image/png;base64,")
+        assert src.startswith("data:image/png;base64,")  # a code tree's picture
+    for svg in re.findall(r"<svg.*?</svg>", text, re.S):  # charts draw, never link
+        assert "<image" not in svg and "<foreignObject" not in svg and "href" not in svg
+
+
+#: a chart: an inline SVG with its accessible name, as its first child too (a tooltip)
+CHART = re.compile(r'<svg class="chart" [^>]*role="img" aria-label="([^"]+)"[^>]*>'
+                   r"<title>([^<]+)</title>")
 
 
 def test_report_has_every_section(page, result) -> None:
@@ -100,11 +107,12 @@ def test_report_has_every_section(page, result) -> None:
 
 def test_report_is_self_contained(page) -> None:
     assert_self_contained(page)
-    images = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
+    charts = CHART.findall(page)
     # class sizes, one per QI, one per sensitive attribute, risk, NCP
-    assert len(images) == 1 + len(QIS) + 1 + 2
-    for data in images:
-        assert base64.b64decode(data).startswith(b"\x89PNG\r\n\x1a\n")
+    assert len(charts) == page.count("<svg") == 1 + len(QIS) + 1 + 2
+    assert all(label == title for label, title in charts)
+    assert ("distribution of age", "distribution of age") in charts
+    assert "<img" not in page  # no picture: a code tree only
     assert "<style>" in page and ".card" in page  # the stylesheet is inlined
 
 
@@ -177,7 +185,7 @@ def test_check_report(result, tmp_path) -> None:
     assert "FAILED: 1 of 3" in text  # k=50 does not hold
     assert text.count('class="pill pass"') == 2 and text.count('class="pill fail"') == 1
     assert "distinct l-diversity" in text
-    assert len(re.findall(r'src="data:image/png;base64,', text)) == 2
+    assert len(CHART.findall(text)) == 2
     assert_self_contained(text)
     assert_well_formed(text)
 
@@ -214,17 +222,9 @@ def test_the_original_panel_shows_the_most_frequent_values() -> None:
     frequent values, in value order -- not the lowest values, cut."""
     from anonkit.report import plots
 
-    # value 16 is the most frequent and the largest: a cut by value order would hide it
+    # value 20 is the most frequent and the largest: a cut by value order would hide it
     values = pd.Series(np.repeat(np.arange(1, 21), [1] * 19 + [50]))
-    seen: list[list[str]] = []
-    real = plots._draw_bars
-    try:
-        plots._draw_bars = lambda ax, labels, *a, **k: (seen.append(labels),
-                                                        real(ax, labels, *a, **k))[1]
-        plots.qi_plot(values, values)
-    finally:
-        plots._draw_bars = real
-    original = seen[0]
+    original = _panel_labels(plots.qi_plot(values, values).body)[0]
     assert "20" in original and original[-1].endswith("other values")
     shown = [int(x) for x in original[:-1]]
     assert shown == sorted(shown)
@@ -237,24 +237,31 @@ def test_share_labels_never_round_a_present_category_to_zero() -> None:
     assert share_text(0.0005) == "0.1%" and share_text(0.256) == "25.6%"
 
 
+def _panel_labels(svg: str) -> list[list[str]]:
+    """The category labels of each panel of a chart, as drawn (unescaped)."""
+    import html
+
+    return [[html.unescape(t) for t in re.findall(
+        r'<text class="category"[^>]*>(?:<title>[^<]*</title>)?([^<]*)</text>', panel)]
+        for panel in svg.split('<g class="panel">')[1:]]
+
+
 def test_the_class_size_axis_reaches_k() -> None:
     """All classes far above k: the axis still reaches k, where the dashed line is."""
     from anonkit.report import plots
 
-    limits = []
-    real = plots.to_chart
-
-    def capture(fig):  # the axes' x limits, before the figure becomes a PNG
-        limits.extend(ax.get_xlim() for ax in fig.axes)
-        return real(fig)
-
-    plots.to_chart = capture
-    try:
-        plots.class_size_plot(np.array([40, 41, 45]), 10)
-        plots.class_size_plot(np.arange(100, 400), 10)
-    finally:
-        plots.to_chart = real
-    assert all(lo < 10 for lo, _ in limits)
+    for sizes in (np.array([40, 41, 45]), np.arange(100, 400)):
+        lo, hi, _ = plots.size_axis(sizes, 10)
+        assert lo < 10 < hi
+        # the dashed line, in both panels, inside the plot area (over its x axis line)
+        body = plots.class_size_plot(sizes, 10).body
+        dashed = [float(x) for x in re.findall(r'<line x1="([\d.]+)"[^>]*dasharray', body)]
+        axes = [(float(x1), float(x2)) for x1, y1, x2, y2 in re.findall(
+            r'<line x1="([\d.]+)" y1="([\d.]+)" x2="([\d.]+)" y2="([\d.]+)" '
+            r'stroke="#c5ccd3"', body)
+            if y1 == y2 and float(x2) - float(x1) > 100]
+        assert len(dashed) == len(axes) == 2 and "required ≥ 10" in body
+        assert all(x1 < x < x2 for x, (x1, x2) in zip(dashed, axes, strict=True))
 
 
 def test_sensitive_section_names_the_weakest_classes(page, result) -> None:

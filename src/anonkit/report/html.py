@@ -1,6 +1,7 @@
 """One self-contained HTML file per release (or per check): it must open offline, in a mail
-attachment or a ticket, years later. So the stylesheet is inlined, the charts are PNG data
-URIs, and nothing is fetched: no scripts, fonts or images from anywhere.
+attachment or a ticket, years later. So the stylesheet is inlined, the charts are inline
+SVG (a code tree a PNG data URI), and nothing is fetched: no scripts, fonts or images from
+anywhere.
 
 Every piece of text that comes from the data or the user (column names, labels, parameter
 values, the title) goes through :func:`html.escape`; only the fixed markup of this module
@@ -37,8 +38,7 @@ from anonkit.release import (
     fully_generalized,
 )
 
-# plots imports matplotlib only inside its drawing functions: importing it here keeps
-# ``import anonkit.report`` cheap
+# the charts are SVG; only the code tree imports matplotlib, inside its drawing function
 from anonkit.report import plots
 from anonkit.report.history_place import HistoryPlace, history_section
 from anonkit.report.lattice import lattice_section
@@ -117,10 +117,10 @@ def _kv_table(rows: Iterable[tuple[str, str]]) -> str:
 
 
 def _figure(chart: plots.Chart, alt: str, caption: str = "") -> str:
-    """A chart at its natural width (shrunk on narrow screens); ``caption`` is markup."""
+    """A chart at its natural width (shrunk on narrow screens); ``alt`` is text (its
+    accessible name), ``caption`` markup."""
     cap = f"<figcaption>{caption}</figcaption>" if caption else ""
-    return (f'<figure><img src="{chart.uri}" alt="{e(alt)}" '
-            f'style="max-width: {chart.width}px">{cap}</figure>')
+    return f"<figure>{chart.markup(alt)}{cap}</figure>"
 
 
 def _pill(passed: bool) -> str:
@@ -309,47 +309,37 @@ def render_report(result: Release, original: pd.DataFrame, path: str | Path, *,
                     for v in result.verdicts]
     title = title or f"Anonymization report: {result.method}"
 
-    with plots.style():
-        sections = [
-            _summary_section(result, original, sizes, suppressed, unchanged),
-            history_section(history) if history is not None else "",
-            _section("verdicts", "Privacy models",
-                     _verdict_table(result.verdicts, [None] * len(result.verdicts),
-                                    worst_values)
-                     + '<p class="note">Measured on the released table as an adversary sees '
-                       "it (rows grouped by their released quasi-identifier values"
-                     + (f", or by the published group column {e(result.group_column)}"
-                        if result.group_column is not None else "")
-                     + (", counterfeit rows included: nothing tells them apart"
-                        if result.n_counterfeits else "") + ").</p>"),
-            _class_size_section(sizes, k) if len(sizes) else "",
-            _qi_section(result, original, qis),
-            _sensitive_section(result, class_ids, n_classes, first_row),
-            _risk_section(sizes, threshold,
-                          int(population) if population is not None else None,
-                          len(result.data) + suppressed) if len(sizes) else "",
-            _utility_section(metrics, qis),
-            tree_section(result, original),  # huffman / alphabetic only
-            lattice_section(result),  # global recoding only
-            _glossary(),
-        ]
+    sections = [
+        _summary_section(result, original, sizes, suppressed, unchanged),
+        history_section(history) if history is not None else "",
+        _section("verdicts", "Privacy models",
+                 _verdict_table(result.verdicts, [None] * len(result.verdicts),
+                                worst_values)
+                 + '<p class="note">Measured on the released table as an adversary sees '
+                   "it (rows grouped by their released quasi-identifier values"
+                 + (f", or by the published group column {e(result.group_column)}"
+                    if result.group_column is not None else "")
+                 + (", counterfeit rows included: nothing tells them apart"
+                    if result.n_counterfeits else "") + ").</p>"),
+        _class_size_section(sizes, k) if len(sizes) else "",
+        _qi_section(result, original, qis),
+        _sensitive_section(result, class_ids, n_classes, first_row),
+        _risk_section(sizes, threshold,
+                      int(population) if population is not None else None,
+                      len(result.data) + suppressed) if len(sizes) else "",
+        _utility_section(metrics, qis),
+        tree_section(result, original),  # huffman / alphabetic only
+        lattice_section(result),  # global recoding only
+        _glossary(),
+    ]
     nav = [("summary", "Summary"), *([("history", "History")] if history else []),
            ("verdicts", "Privacy models"), ("classes", "Classes"),
            ("qis", "Quasi-identifiers"), ("sensitive", "Sensitive"), ("risk", "Risk"),
            ("utility", "Utility"), ("glossary", "Definitions")]
-    elapsed = time.perf_counter() - t0
-    made = {"anonkit": __version__, **dict(provenance or {})}
-    subtitle = (" · ".join(f"{e(k)} <span class=\"mono\">{e(v)}</span>" for k, v in made.items())
-                + "<br>")
-    subtitle += (f"Method <b>{e(result.method)}</b> · {e(result.kind.value)} release · "
-                f"{_int(len(original))} rows in, {_int(len(result.data))} released · report "
-                f"drawn in {elapsed:.2f} s")
-    if not result.formal_guarantee:
-        subtitle = ("<b>This release has no formal privacy guarantee: its measure is a "
-                    "heuristic, accepted explicitly.</b> " + subtitle)
-    if result.seeded:
-        subtitle += (" · <b>seeded</b>: its randomness came from a given seed, for tests "
-                     "and studies only")
+    subtitle = release_subtitle(
+        provenance, result.method, result.kind.value,
+        f"{_int(len(original))} rows in, {_int(len(result.data))} released", t0,
+        formal_guarantee=result.formal_guarantee, seeded=result.seeded)
     cautions = ([NO_INFORMATION] if fully_generalized(qis, metrics) else [])
     return _write_page(path, title, subtitle, result.verdicts, nav, sections,
                        formal_guarantee=result.formal_guarantee, warnings=cautions)
@@ -367,6 +357,26 @@ def fill_release_digest(path: str | Path, digest: str) -> None:
     path = Path(path)
     text = path.read_text(encoding="utf-8")
     write_atomic(path, text.replace(e(RELEASE_DIGEST_PENDING), digest, 1))
+
+
+def release_subtitle(provenance: Mapping[str, str] | None, method: str, kind: str,
+                     rows: str, started: float, *, formal_guarantee: bool,
+                     seeded: bool) -> str:
+    """The line under a release report's title: what made it (the version, then
+    ``provenance``), the method, kind and rows, how long the report took since
+    ``started``, and the two facts a reader must not miss: no formal guarantee, a seed."""
+    made = {"anonkit": __version__, **dict(provenance or {})}
+    subtitle = (" · ".join(f"{e(k)} <span class=\"mono\">{e(v)}</span>" for k, v in made.items())
+                + "<br>")
+    subtitle += (f"Method <b>{e(method)}</b> · {e(kind)} release · {rows} · report drawn in "
+                 f"{time.perf_counter() - started:.2f} s")
+    if not formal_guarantee:
+        subtitle = ("<b>This release has no formal privacy guarantee: its measure is a "
+                    "heuristic, accepted explicitly.</b> " + subtitle)
+    if seeded:
+        subtitle += (" · <b>seeded</b>: its randomness came from a given seed, for tests "
+                     "and studies only")
+    return subtitle
 
 
 def _write_page(path: str | Path, title: str, subtitle: str, verdicts: Sequence[Verdict],
@@ -459,9 +469,9 @@ def _qi_section(result: Release, original: pd.DataFrame, qis: Sequence[str]) -> 
                 f'<span class="tag">generalized as {e(str(forms[name]))}</span>'
                 if name in forms else "",
                 f'<span class="meta">NCP {_pct(ncp, 1)}</span>' if ncp is not None else ""]
-        uri = plots.qi_plot(original[name], result.data[name])
+        chart = plots.qi_plot(original[name], result.data[name])
         cards.append(f'<div class="card"><div class="qi-head"><h3>{e(name)}</h3>'
-                     f'{"".join(meta)}</div>{_figure(uri, f"distribution of {name}")}'
+                     f'{"".join(meta)}</div>{_figure(chart, f"distribution of {name}")}'
                      f'{_mixed_levels_note(spec, result.data[name])}</div>')
     note = ('<p class="note">Left: the original values; right: the released ones, as shares '
             "of rows. Bars show the most frequent values (the grey bar sums the rest). A "
@@ -530,9 +540,9 @@ def _sensitive_section(result: Release, class_ids: np.ndarray, n_classes: int,
         table = ('<table><thead><tr><th>Measure</th><th class="num">Value</th>'
                  '<th class="num">Rows</th><th>Class</th></tr></thead><tbody>'
                  + "".join(rows) + "</tbody></table>")
-        uri = plots.sensitive_plot(result.data[name], class_ids, n_classes)
+        chart = plots.sensitive_plot(result.data[name], class_ids, n_classes)
         cards.append(f'<div class="card"><h3>{e(name)}</h3>'
-                     f'{_figure(uri, f"distribution of {name}")}'
+                     f'{_figure(chart, f"distribution of {name}")}'
                      f"<h3>Weakest classes</h3>{table}</div>")
     note = ('<p class="note">Each sensitive attribute over the whole release and per class '
             "(classes as an adversary groups the rows), and the three weakest classes for "
@@ -627,21 +637,20 @@ def render_check_report(report: CheckReport, path: str | Path, *,
         _stat("Models checked", _int(len(report.verdicts)),
               f"{len(report.failures)} failed" if report.failures else "all hold"),
     ])
-    with plots.style():
-        sections = [
-            _section("summary", "Summary", f'<div class="cards">{cards}</div>'
-                     f'<div class="card">{_kv_table(summary_rows)}</div>'),
-            _section("verdicts", "Privacy models",
-                     _verdict_table(report.verdicts, report.attributes,
-                                    report.worst_class_values)),
-        ]
-        nav = [("summary", "Summary"), ("verdicts", "Privacy models")]
-        if len(sizes):
-            sections += [_class_size_section(sizes, k),
-                         _risk_section(sizes, DEFAULT_RISK_THRESHOLD)]
-            nav += [("classes", "Classes"), ("risk", "Risk")]
-        sections.append(_glossary())
-        nav.append(("glossary", "Definitions"))
+    sections = [
+        _section("summary", "Summary", f'<div class="cards">{cards}</div>'
+                 f'<div class="card">{_kv_table(summary_rows)}</div>'),
+        _section("verdicts", "Privacy models",
+                 _verdict_table(report.verdicts, report.attributes,
+                                report.worst_class_values)),
+    ]
+    nav = [("summary", "Summary"), ("verdicts", "Privacy models")]
+    if len(sizes):
+        sections += [_class_size_section(sizes, k),
+                     _risk_section(sizes, DEFAULT_RISK_THRESHOLD)]
+        nav += [("classes", "Classes"), ("risk", "Risk")]
+    sections.append(_glossary())
+    nav.append(("glossary", "Definitions"))
     elapsed = time.perf_counter() - t0
     subtitle = (" · ".join(f'{e(k)} <span class="mono">{e(v)}</span>'
                            for k, v in provenance) + "<br>" if provenance else "")

@@ -1,28 +1,47 @@
-"""The report's charts, as PNG data URIs.
+"""The report's charts, as inline SVG (:mod:`anonkit.report.svg`).
 
-Drawn with matplotlib's object API on the Agg canvas, never through ``pyplot``: no global
-figure registry to leak into, and no backend switch in a host process (a notebook, a GUI)
-that already uses matplotlib. matplotlib takes about half a second to import, so each
-drawing function imports what it uses: ``import anonkit.report`` stays cheap, and a run
-without a report never loads it.
+Every chart of the release and check reports is a bar chart, a histogram or a class-size
+distribution: drawn as SVG by hand they cost milliseconds, where matplotlib spent about a
+second of the report of UCI Adult laying out and rasterising them (issue 25: the web app's
+preview must be ready in under a second). Each bar carries its figure as a tooltip, and a
+shortened label its whole text.
 
-Data-derived text ends up in pixels, not in HTML, so it needs no HTML escaping; it does need
-mathtext escaping (a ``$`` pair in a value would be typeset as a formula, or fail to parse).
+matplotlib stays for the one picture that earns it, the code tree of a huffman or
+alphabetic release (:mod:`anonkit.report.tree`): :func:`style`, :func:`to_chart` and
+:func:`plot_text` below. It is imported only inside them (about half a second to import):
+``import anonkit.report`` stays cheap, and a report without a code tree never loads it.
 """
 
 from __future__ import annotations
 
 import base64
 import io
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import pandas as pd
 
+from anonkit._util.numbers import display_number
+from anonkit.report.svg import (
+    TICK_PX,
+    TITLE_PX,
+    VALUE_PX,
+    Chart,
+    Scale,
+    Svg,
+    date_ticks,
+    log_ticks,
+    nice_ticks,
+    text_width,
+)
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+
+__all__ = ["Chart", "class_size_plot", "ncp_plot", "qi_plot", "risk_plot", "sensitive_plot",
+           "share_text"]
 
 ORIGINAL = "#8795a8"
 RELEASED = "#2f6db5"
@@ -31,12 +50,665 @@ ALERT = "#b42318"
 INK = "#1f2933"
 MUTED = "#616e7c"
 OTHER = "#c5ccd3"
-DPI = 120  # PNG pixels per inch: 1.2 image pixels per CSS pixel, sharp on most screens
-CSS_PX_PER_INCH = 100  # shown at 100 CSS px per inch: 9 pt text reads as about 12.5 px
-WIDTH = 10.4  # inches: 1,040 CSS px, the page's content width
 TOP = 15  # bars per categorical panel; the rest are summed into one "other" bar
 LABEL_CHARS = 34
 CONTINUOUS_MIN_DISTINCT = 26  # numeric/date columns with more distinct values: histogram
+
+# Layout, in CSS px. A chart is as wide as a card's content (1,034 px in a window 1,280 px
+# wide or wider; shrunk, text and all, on narrower screens).
+CHART_WIDTH = 1032
+TOP_MARGIN = 34  # panel title
+BOTTOM_MARGIN = 50  # tick labels and axis label
+RIGHT_MARGIN = 20
+GAP = 45  # between two panels, besides the right panel's own label margin
+NUMBER_MARGIN = 75  # y tick labels like "12.5%" plus the y axis label
+ROW = 21  # per horizontal bar
+MISSING_ROOM = 1.12  # a histogram's headroom for its "+ x% missing" note
+
+
+# --------------------------------------------------------------------------- text
+
+
+def label_text(value: object) -> str:
+    """A value as one line of text (``missing`` for a missing one)."""
+    if value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NaT:
+        return "missing"
+    return " ".join(str(value).split())  # no line breaks or tabs inside a label
+
+
+def short_text(text: str, limit: int = LABEL_CHARS) -> str:
+    """``text`` shortened to ``limit`` characters with an ellipsis."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def share_text(share: float) -> str:
+    """A share as a percentage with one decimal; a non-zero share below 0.05 % is never
+    shown as 0.0 %."""
+    if 0 < share < 0.0005:
+        return "<0.1%"
+    return f"{share:.1%}"
+
+
+def _pct_tick(x: float) -> str:
+    return f"{x * 100:.6g}%"
+
+
+def _pct_text(x: float) -> str:
+    return f"{x * 100:.3g}%"
+
+
+def _count(n: float) -> str:
+    return f"{round(n):,}"
+
+
+# --------------------------------------------------------------------------- panels
+
+
+def _tick_bins(pixels: float, spacing: float) -> int:
+    """How many intervals an axis of ``pixels`` gets: about one per ``spacing`` px."""
+    return int(min(9, max(3, pixels // spacing)))
+
+
+def _axis_number(x: float, largest: float) -> str:
+    """A tick label, compact on an axis reaching ``largest``: 250k, 1.5M."""
+    if x == 0:
+        return "0"
+    if largest >= 1e6:
+        return f"{x / 1e6:.6g}M"
+    if largest >= 1e4:
+        return f"{x / 1e3:.6g}k"
+    return display_number(x)
+
+
+def _x_ticks(lo: float, hi: float, pixels: float,
+             make: Callable[[int], tuple[list[float], list[str]]], most: int = 9
+             ) -> tuple[list[float], list[str]]:
+    """The most ticks (``make(bins)``, at most ``most`` intervals) whose labels fit side by
+    side on an x axis of ``pixels``, with room between them."""
+    ticks: list[float] = []
+    labels: list[str] = []
+    for bins in range(min(most, _tick_bins(pixels, 45)), 1, -1):
+        ticks, labels = make(bins)
+        if len(ticks) < 2:
+            return ticks, labels
+        spacing = (ticks[1] - ticks[0]) / (hi - lo) * pixels
+        if max(text_width(t, TICK_PX) for t in labels) + 14 <= spacing:
+            break
+    return ticks, labels
+
+
+def _numbers(lo: float, hi: float, *, integer: bool = False
+             ) -> Callable[[int], tuple[list[float], list[str]]]:
+    largest = max(abs(lo), abs(hi))
+
+    def make(bins: int) -> tuple[list[float], list[str]]:
+        ticks = nice_ticks(lo, hi, bins=bins, integer=integer)
+        return ticks, [_axis_number(t, largest) if not integer or largest >= 1e4 else _count(t)
+                       for t in ticks]
+    return make
+
+
+class _Panel:
+    """One plot area of a chart: its box (px) and, once its axes are set, its scales."""
+
+    def __init__(self, svg: Svg, slot: float, left: float, top: float, width: float,
+                 height: float) -> None:
+        self.svg, self.slot = svg, slot
+        self.left, self.top, self.width, self.height = left, top, width, height
+        self.right, self.bottom = left + width, top + height
+        self.x = Scale(0.0, 1.0, left, width)
+        self.y = Scale(0.0, 1.0, top, height, flip=True)
+
+    def begin(self) -> None:
+        """Start the panel's group: its texts are kept together, so a reader (or a test)
+        can tell the panels of a chart apart."""
+        self.svg.group("panel")
+
+    def title(self, text: str) -> None:
+        """Above the plot area, from its left edge; moved left (as far as the panel's own
+        margin) when it would run past the chart's right edge."""
+        room = self.svg.width - 4 - text_width(text, TITLE_PX, bold=True)
+        self.svg.text(max(self.slot, min(self.left, room)), self.top - 12, text,
+                      size=TITLE_PX, bold=True)
+
+    def x_axis(self, lo: float, hi: float, ticks: Sequence[float], labels: Sequence[str], *,
+               label: str = "", log: bool = False, grid: bool = False) -> None:
+        self.x = Scale(lo, hi, self.left, self.width, log=log)
+        for tick, text in zip(ticks, labels, strict=True):
+            px = float(self.x(tick))
+            if grid:
+                self.svg.grid_line(px, self.top, px, self.bottom)
+            self.svg.line(px, self.bottom, px, self.bottom + 4)
+            self.svg.text(px, self.bottom + 17, text, color=MUTED, anchor="middle")
+        self.svg.line(self.left, self.bottom, self.right, self.bottom)
+        if label:
+            self.svg.text(self.left + self.width / 2, self.bottom + 38, label, color=MUTED,
+                          anchor="middle")
+
+    def y_axis(self, lo: float, hi: float, ticks: Sequence[float], labels: Sequence[str], *,
+               label: str = "", grid: bool = True) -> None:
+        self.y = Scale(lo, hi, self.top, self.height, flip=True)
+        for tick, text in zip(ticks, labels, strict=True):
+            py = float(self.y(tick))
+            if grid:
+                self.svg.grid_line(self.left, py, self.right, py)
+            self.svg.line(self.left - 4, py, self.left, py)
+            self.svg.text(self.left - 7, py, text, anchor="end", middle=True)
+        self.svg.line(self.left, self.top, self.left, self.bottom)
+        if label:
+            x = self.slot + 12
+            self.svg.text(x, self.top + self.height / 2, label, color=MUTED, anchor="middle",
+                          rotate=-90.0)
+
+    def share_y(self, top: float, label: str) -> None:
+        """A y axis of shares of rows from 0, with percent ticks at round steps."""
+        top = top * 1.08 if top > 0 else 1.0
+        ticks = [t for t in nice_ticks(0.0, top, bins=_tick_bins(self.height, 30))
+                 if t <= 1.0 + 1e-9]
+        self.y_axis(0.0, top, ticks, [_pct_tick(t) for t in ticks], label=label)
+
+    def count_y(self, top: float, label: str) -> None:
+        """A y axis of counts from 0, whole-number ticks."""
+        top = top * 1.08 if top > 0 else 1.0
+        ticks = nice_ticks(0.0, top, bins=_tick_bins(self.height, 30), integer=True)
+        self.y_axis(0.0, top, ticks, [_count(t) for t in ticks], label=label)
+
+    def vbars(self, x0: np.ndarray, x1: np.ndarray, heights: np.ndarray,
+              colors: str | Sequence[str], tips: Sequence[str], *, edge: str | None = None
+              ) -> None:
+        """Vertical bars from 0 on the panel's scales."""
+        left, right = self.x(x0), self.x(x1)
+        tops, base = self.y(heights), float(self.y(0.0))
+        fills = [colors] * len(tips) if isinstance(colors, str) else list(colors)
+        self.svg.rects(left, tops, right - left, base - tops, fills, tips, edge=edge)
+
+    def hbars(self, labels: Sequence[str], values: np.ndarray, colors: Sequence[str],
+              upper: float, *, value_color: str = MUTED, value_size: float = VALUE_PX,
+              halo: bool = False, tips: Sequence[str] = ()) -> None:
+        """Horizontal bars, first on top, labelled on the left (shortened, the whole
+        label as a tooltip) and valued on the right; the x scale is 0..``upper``."""
+        self.x = Scale(0.0, upper, self.left, self.width)
+        n = max(len(labels), 1)
+        row = self.height / n
+        centres = self.top + (np.arange(len(labels)) + 0.5) * row
+        ends = self.x(values)
+        self.svg.rects(np.full(len(labels), self.left), centres - 0.35 * row,
+                       ends - self.left, np.full(len(labels), 0.7 * row), colors,
+                       tips or [f"{t}: {share_text(v)}" for t, v in zip(labels, values,
+                                                                          strict=True)])
+        for label, centre, end, value in zip(labels, centres, ends, values, strict=True):
+            self.svg.text(self.left - 8, centre, short_text(label), anchor="end",
+                          middle=True, tip=label, kind="category")
+            self.svg.text(end + 3, centre, share_text(value), size=value_size,
+                          color=value_color, middle=True, halo=halo)
+        self.svg.line(self.left, self.top, self.left, self.bottom)
+
+    def share_x(self, upper: float, label: str = "share of rows") -> None:
+        """Percent ticks along the bottom of a horizontal bar panel, with vertical grid."""
+        def shares(bins: int) -> tuple[list[float], list[str]]:
+            ticks = [t for t in nice_ticks(0.0, upper, bins=bins) if t <= 1.0 + 1e-9]
+            return ticks, [_pct_tick(t) for t in ticks]
+
+        ticks, labels = _x_ticks(0.0, upper, self.width, shares, most=6)
+        self.x_axis(0.0, upper, ticks, labels, label=label, grid=True)
+
+    def reference(self, value: float, colour: str = ALERT) -> float:
+        """A dashed vertical line at ``value``; returns its x (px)."""
+        px = float(self.x(value))
+        self.svg.line(px, self.top, px, self.bottom, colour, dashed=True)
+        return px
+
+    def corner_note(self, text: str) -> None:
+        self.svg.text(self.right, self.top + 10, text, size=VALUE_PX, color=MUTED,
+                      anchor="end")
+
+    def end(self) -> None:
+        self.svg.end()
+
+
+def _panels(svg: Svg, margins: Sequence[float], bottom: float = BOTTOM_MARGIN
+            ) -> list[_Panel]:
+    """One row of panels sharing the chart's width, each with its own left margin."""
+    free = svg.width - sum(margins) - GAP * (len(margins) - 1) - RIGHT_MARGIN
+    each = max(free / len(margins), 50.0)
+    panels, x = [], 0.0
+    for i, margin in enumerate(margins):
+        slot = x + (GAP if i else 0.0)
+        panels.append(_Panel(svg, slot, slot + margin, TOP_MARGIN, each,
+                             svg.height - bottom - TOP_MARGIN))
+        x = slot + margin + each
+    return panels
+
+
+def _label_margin(labels: Sequence[str]) -> float:
+    """Left margin (px) for horizontal-bar labels."""
+    return 20 + max((text_width(short_text(t), TICK_PX) for t in labels), default=30.0)
+
+
+# --------------------------------------------------------------------------- class sizes
+
+
+def _size_edges(lo: int, hi: int) -> np.ndarray:
+    return np.unique(np.geomspace(lo, hi + 1, 40).round().astype(np.int64))
+
+
+def size_axis(sizes: np.ndarray, k: float | None) -> tuple[float, float, bool]:
+    """The class-size axis: its limits, and whether it is logarithmic (sizes spread over
+    more than 60). It always reaches the required ``k``, so its dashed line is drawn."""
+    lo, hi = int(sizes.min()), int(sizes.max())
+    if hi - lo <= 60:
+        return (min(lo, k if k is not None else lo) - 1.0,
+                max(hi, k if k is not None else hi) + 1.0, False)
+    edges = _size_edges(lo, hi)
+    first, last = float(edges[0]), float(edges[-1])
+    return (min(first, k if k is not None else first) / 1.1,
+            max(last, k if k is not None else last) * 1.1, True)
+
+
+def class_size_plot(sizes: np.ndarray, k: float | None) -> Chart:
+    """Two panels: how many classes have each size, and how many rows live in them."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    svg = Svg(CHART_WIDTH, 290)
+    left, right = _panels(svg, [NUMBER_MARGIN, NUMBER_MARGIN])
+    lo, hi, log = size_axis(sizes, k)
+    total = max(int(sizes.sum()), 1)
+    if not log:
+        values, counts = np.unique(sizes, return_counts=True)
+        x0, x1 = values - 0.4, values + 0.4
+        rows = values * counts / total
+        what = [f"{v:,} rows per class" for v in values]
+        ticks, _ = _x_ticks(lo, hi, left.width, _numbers(lo, hi, integer=True))
+        edge = None
+    else:
+        edges = _size_edges(int(sizes.min()), int(sizes.max()))
+        counts, _ = np.histogram(sizes, bins=edges)
+        rows, _ = np.histogram(sizes, bins=edges, weights=sizes / total)
+        x0, x1 = edges[:-1], edges[1:]
+        what = [f"{a:,} rows per class" if b - 1 == a else f"{a:,}–{b - 1:,} rows per class"
+                for a, b in zip(edges[:-1].tolist(), edges[1:].tolist(), strict=True)]
+        ticks = log_ticks(lo, hi)
+        edge = "#ffffff"
+    tick_labels = [_count(t) for t in ticks]
+    for panel, heights, tips in (
+            (left, counts, [f"{w}: {_count(c)} classes" for w, c in
+                            zip(what, counts, strict=True)]),
+            (right, rows, [f"{w}: {share_text(r)} of rows" for w, r in
+                           zip(what, rows, strict=True)])):
+        panel.begin()
+        panel.x_axis(lo, hi, ticks, tick_labels, label="class size (rows)", log=log)
+        if panel is left:
+            panel.count_y(float(counts.max(initial=0)), "classes")
+            panel.title("Classes by size")
+        else:
+            panel.share_y(float(rows.max(initial=0)), "share of rows")
+            panel.title("Rows by the size of their class")
+        panel.vbars(x0, x1, heights, RELEASED, tips, edge=edge)
+        if k is not None:
+            px = panel.reference(k)
+            if panel is left:
+                svg.text(px + 4, panel.top + 12, f"required ≥ {k:g}", size=VALUE_PX,
+                         color=ALERT, halo=True)
+        panel.end()
+    return svg.chart()
+
+
+# --------------------------------------------------------------------------- risk
+
+
+#: Upper bounds of the risk buckets, as in ARX's risk analysis: the bounds between 1/2 and
+#: 1/8 are exact reciprocals, so each bucket there holds the records of one class size.
+RISK_EDGES = np.array([0.0, 1e-6, 1e-5, 1e-4, 1e-3, 0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07,
+                       0.08, 0.09, 0.1, 1 / 8, 1 / 7, 1 / 6, 1 / 5, 1 / 4, 1 / 3, 1 / 2, 1.0])
+
+
+def risk_plot(sizes: np.ndarray, threshold: float) -> Chart:
+    """Share of records per prosecutor-risk bucket ``(lo, hi]``; buckets above the
+    threshold in red. The threshold is itself a bucket bound, so no bucket straddles it."""
+    sizes = np.asarray(sizes, dtype=np.float64)
+    risks = 1.0 / sizes
+    edges = np.unique(np.append(RISK_EDGES, threshold))
+    bucket = np.searchsorted(edges, risks, side="left") - 1  # r in (edges[i], edges[i+1]]
+    shares = np.bincount(bucket, weights=sizes, minlength=len(edges) - 1) / sizes.sum()
+    first = min(int(np.flatnonzero(shares)[0]),
+                int(np.searchsorted(edges, threshold)) - 1)
+    shares, lows, highs = shares[first:], edges[first:-1], edges[first + 1:]
+    labels = [f"{_pct_text(lo)}–{_pct_text(hi)}" for lo, hi in zip(lows, highs, strict=True)]
+    colors = [ALERT if lo >= threshold else RISK for lo in lows]
+    svg = Svg(CHART_WIDTH, 310)
+    (panel,) = _panels(svg, [NUMBER_MARGIN], bottom=100)
+    panel.begin()
+    x = np.arange(len(shares), dtype=np.float64)
+    panel.x = Scale(-0.6, len(shares) - 0.4, panel.left, panel.width)
+    panel.share_y(float(shares.max()), "share of records")
+    panel.vbars(x - 0.4, x + 0.4, shares, colors,
+                [f"risk {label}: {share_text(s)} of records"
+                 for label, s in zip(labels, shares, strict=True)])
+    for xi, share, label in zip(x, shares, labels, strict=True):
+        px = float(panel.x(xi))
+        if share > 0:
+            svg.text(px, float(panel.y(share)) - 4, f"{share:.1%}", size=VALUE_PX,
+                     color=MUTED, anchor="middle")
+        svg.line(px, panel.bottom, px, panel.bottom + 4)
+        svg.text(px + 4, panel.bottom + 14, label, color=MUTED, anchor="end", rotate=-35.0)
+    svg.line(panel.left, panel.bottom, panel.right, panel.bottom)
+    svg.text(panel.left + panel.width / 2, panel.bottom + 88,
+             "risk (lower bound excluded, upper included)", color=MUTED, anchor="middle")
+    panel.title(f"Records by prosecutor risk (1 / size of their class); red: above the "
+                f"threshold {threshold:g}")
+    panel.end()
+    return svg.chart()
+
+
+# --------------------------------------------------------------------------- utility
+
+
+def ncp_plot(ncp: Mapping[str, float], gcp: float | None = None) -> Chart:
+    """Information loss per quasi-identifier, so one sees which QI pays for the release."""
+    names = [label_text(n) for n in ncp]
+    values = np.array(list(ncp.values()), dtype=np.float64)
+    svg = Svg(round(CHART_WIDTH * 0.62), max(180, 30 * len(names) + 100))
+    (panel,) = _panels(svg, [_label_margin(names)])
+    panel.begin()
+    upper = min(max(float(values.max(initial=0)) * 1.18, 0.02), 1.12)
+    panel.share_x(upper, "NCP: share of the domain a released value covers, averaged over "
+                         "rows")
+    panel.hbars(names, values, [RELEASED] * len(names), upper, value_color=INK,
+                value_size=TICK_PX, halo=True,
+                tips=[f"{n}: NCP {share_text(v)}" for n, v in zip(names, values, strict=True)])
+    if gcp is not None:
+        px = panel.reference(gcp)
+        svg.text(px + 4, panel.top - 4, f"GCP {gcp:.1%}", size=TICK_PX, color=ALERT)
+    panel.end()
+    return svg.chart()
+
+
+# --------------------------------------------------------------------------- QIs
+
+
+def _is_continuous(series: pd.Series, n_distinct: int) -> bool:
+    numeric = (pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
+               and not isinstance(series.dtype, pd.CategoricalDtype))
+    return (numeric or pd.api.types.is_datetime64_any_dtype(series)) and \
+        n_distinct >= CONTINUOUS_MIN_DISTINCT
+
+
+def _magnitudes(series: pd.Series) -> np.ndarray | None:
+    """Values as floats (dates as day numbers) to order labels by; None if not ordered."""
+    if pd.api.types.is_datetime64_any_dtype(series):
+        values = series.to_numpy("datetime64[ns]")
+        out = values.astype("datetime64[D]").astype(np.float64)
+        out[np.isnat(values)] = np.nan
+        return out
+    if pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series) \
+            and not isinstance(series.dtype, pd.CategoricalDtype):
+        return series.to_numpy(dtype=np.float64, na_value=np.nan)
+    return None
+
+
+def _n_shown(n_values: int) -> int:
+    """Bars drawn for a column with ``n_values`` values (never an "other" bar of one)."""
+    return n_values if n_values <= TOP + 1 else TOP
+
+
+class _Bars(NamedTuple):
+    """A categorical panel: its labels (whole), shares of rows, and whether the last bar
+    sums the rest."""
+
+    labels: list[str]
+    shares: np.ndarray
+    rest: bool
+
+
+def _bar_data(counts: pd.Series, n: int, other: str) -> _Bars:
+    """Labels and shares of the top bars of ``counts`` (already ordered), the rest summed
+    into one last bar."""
+    shown = counts.iloc[:_n_shown(len(counts))]
+    labels = [label_text(v) for v in shown.index]
+    shares = shown.to_numpy(dtype=np.float64) / max(n, 1)
+    rest = len(counts) - len(shown)
+    if rest > 0:
+        labels.append(f"{rest:,} other {other}")
+        shares = np.append(shares, counts.iloc[len(shown):].sum() / max(n, 1))
+    return _Bars(labels, shares, rest > 0)
+
+
+def _draw_bars(panel: _Panel, bars: _Bars, *, color: str, upper: float) -> None:
+    colors = [color] * (len(bars.labels) - bars.rest) + ([OTHER] if bars.rest else [])
+    panel.share_x(upper)
+    panel.hbars(bars.labels, bars.shares, colors, upper,
+                tips=[f"{t}: {share_text(s)} of rows"
+                      for t, s in zip(bars.labels, bars.shares, strict=True)])
+
+
+class _Hist(NamedTuple):
+    """A histogram of shares of rows: bin edges (day numbers for dates), shares, and the
+    share of rows with no value."""
+
+    edges: np.ndarray
+    shares: np.ndarray
+    dated: bool
+    whole: bool  # bins centred on whole numbers
+    missing: float
+
+
+def _day_numbers(values: pd.Series) -> np.ndarray:
+    """Dates as days since 1970-01-01 (fractional: a time of day is a fraction)."""
+    return values.to_numpy("datetime64[ns]").astype(np.int64) / 86_400e9
+
+
+def _hist_data(values: pd.Series, bins: np.ndarray | int) -> _Hist:
+    present = values.dropna()
+    dated = pd.api.types.is_datetime64_any_dtype(present)
+    data = _day_numbers(present) if dated else present.to_numpy(dtype=np.float64)
+    whole = not dated and len(data) > 0 and np.array_equal(data, np.round(data))
+    if isinstance(bins, int) and whole:
+        # whole numbers: bins of a whole width centred on them, or bins would alias
+        # (alternately holding one and two values, a comb that is not in the data)
+        lo, hi = float(data.min()), float(data.max())
+        width = max(1.0, float(np.ceil((hi - lo + 1) / bins)))
+        bins = np.arange(lo - 0.5, hi + 0.5 + width, width)
+    counts, edges = np.histogram(data, bins=bins)
+    n = max(len(values), 1)
+    return _Hist(edges, counts / n, dated, whole and bool(np.all(edges % 1 == 0.5)),
+                 (len(values) - len(present)) / n)
+
+
+def _spread_data(released: pd.Series, mags: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """The release on the original's bins: each label's rows spread evenly over the range
+    of original values they hold (whole numbers and days as unit-wide cells, so a label
+    for 20..24 puts a fifth on each). Vectorised over labels x bin edges."""
+    codes, _ = pd.factorize(released, use_na_sentinel=False)
+    present = ~np.isnan(mags)
+    values = pd.Series(mags[present])
+    grouped = values.groupby(codes[present], sort=False)
+    lo = grouped.min().to_numpy()
+    hi = grouped.max().to_numpy()
+    rows = grouped.size().to_numpy().astype(np.float64)
+    if np.array_equal(values.to_numpy(), np.round(values.to_numpy())):
+        lo, hi = lo - 0.5, hi + 0.5
+    width = hi - lo
+    with np.errstate(divide="ignore", invalid="ignore"):
+        covered = np.clip((edges[None, :] - lo[:, None]) / width[:, None], 0.0, 1.0)
+    point = width == 0
+    covered[point] = edges[None, :] > lo[point][:, None]
+    covered[:, -1] = 1.0  # the last bin includes its right edge
+    cumulative = rows @ covered
+    return np.diff(cumulative) / max(len(released), 1)
+
+
+def _bin_text(lo: float, hi: float, hist: _Hist) -> str:
+    if hist.dated:
+        first, last = (str(np.datetime64(round(d * 86_400), "s"))[:10] for d in (lo, hi))
+        return first if first == last else f"{first} – {last}"
+    if hist.whole:
+        a, b = round(lo + 0.5), round(hi - 0.5)
+        return display_number(a) if a == b else f"{display_number(a)}–{display_number(b)}"
+    return f"{display_number(lo)}–{display_number(hi)}"
+
+
+def _draw_hist(panel: _Panel, hist: _Hist, shares: np.ndarray, color: str, top: float,
+               missing: float) -> None:
+    """Bars of ``shares`` on ``hist``'s bins, a y axis up to ``top``, dates on a date
+    axis."""
+    lo, hi = float(hist.edges[0]), float(hist.edges[-1])
+    if hist.dated:
+        ticks, labels = _x_ticks(lo, hi, panel.width,
+                                 lambda bins: date_ticks(lo, hi, most=bins + 1))
+    else:
+        ticks, labels = _x_ticks(lo, hi, panel.width, _numbers(lo, hi))
+    panel.x_axis(lo, hi, ticks, labels)
+    panel.share_y(top, "share of rows")
+    edges = hist.edges
+    panel.vbars(edges[:-1], edges[1:], shares, color,
+                [f"{_bin_text(a, b, hist)}: {share_text(s)} of rows"
+                 for a, b, s in zip(edges[:-1].tolist(), edges[1:].tolist(), shares,
+                                    strict=True)], edge="#ffffff")
+    if missing:
+        panel.corner_note(f"+ {missing:.1%} missing")
+
+
+def qi_plot(original: pd.Series, released: pd.Series) -> Chart:
+    """Before / after: the original values next to the released ones, as shares of rows.
+
+    Categorical values and released labels: the most frequent ones as bars (the rest in one
+    bar, so a column with hundreds of values stays readable), labels of an ordered column
+    in the order of the values they stand for (``[20-29]`` before ``[30-39]``). A numeric
+    or date original with many values: a histogram, and the release on the same bins, each
+    label's rows spread evenly over the range of original values it stands for -- what an
+    analyst reading the release can reconstruct; hundreds of range labels as bars would
+    show nothing. Both need the rows of the two tables to correspond (same order).
+    """
+    original = original.reset_index(drop=True)
+    released = released.reset_index(drop=True)
+    orig_counts = original.value_counts(dropna=False, sort=True)
+    rel_counts = released.value_counts(dropna=False, sort=True)
+    rel_counts = rel_counts[rel_counts > 0]  # unused categories of a Categorical
+    orig_continuous = _is_continuous(original, len(orig_counts))
+    rel_continuous = _is_continuous(released, len(rel_counts))
+    mags = _magnitudes(original)
+    if not orig_continuous and mags is not None:
+        # few numeric values: the most frequent ones shown, in value order
+        shown = _n_shown(len(orig_counts))
+        orig_counts = pd.concat([orig_counts.iloc[:shown].sort_index(kind="stable"),
+                                 orig_counts.iloc[shown:]])
+    aligned = mags is not None and len(original) == len(released)
+    spread = orig_continuous and not rel_continuous and aligned
+    if not rel_continuous and aligned and not spread:
+        rel_counts = _in_value_order(rel_counts, released, mags)
+    bars = [None if orig_continuous else _bar_data(orig_counts, len(original), "values"),
+            None if rel_continuous or spread
+            else _bar_data(rel_counts, len(released), "labels")]
+    # histograms: the release on the original's bins, on one vertical scale
+    hists: list[_Hist | None] = [None, None]
+    released_shares = None
+    if orig_continuous:
+        hists[0] = _hist_data(original, min(40, len(orig_counts)))
+    if spread:
+        assert mags is not None and hists[0] is not None
+        hists[1] = hists[0]
+        released_shares = _spread_data(released, mags, hists[0].edges)
+    elif rel_continuous:
+        hists[1] = _hist_data(released, hists[0].edges if hists[0] is not None else 40)
+        released_shares = hists[1].shares
+    hist_top = max([float(h.shares.max(initial=0)) for h in hists[:1] if h is not None]
+                   + ([float(released_shares.max(initial=0))]
+                      if released_shares is not None else []) + [0.0])
+    if any(h is not None and h.missing for h in hists):
+        hist_top *= MISSING_ROOM
+    shown_bars = [b for b in bars if b is not None]
+    n_bars = max((len(b.labels) for b in shown_bars), default=0)
+    # one scale for both sides, so bar lengths compare across before and after
+    upper = min(max([float(b.shares.max(initial=0)) for b in shown_bars] + [0.01]) * 1.22,
+                1.2)
+    svg = Svg(CHART_WIDTH, max(160 if len(shown_bars) == 2 else 260, ROW * n_bars + 100))
+    panels = _panels(svg, [NUMBER_MARGIN if b is None else _label_margin(b.labels)
+                           for b in bars])
+    what = "value" if rel_continuous else "label"
+    plural = "" if len(rel_counts) == 1 else "s"
+    titles = (f"Original: {len(orig_counts):,} distinct value"
+              f"{'' if len(orig_counts) == 1 else 's'}",
+              f"Released: {len(rel_counts):,} {what}{plural}, spread over their ranges"
+              if spread else f"Released: {len(rel_counts):,} distinct {what}{plural}")
+    for panel, title, bar, hist, color, shares in (
+            (panels[0], titles[0], bars[0], hists[0], ORIGINAL,
+             hists[0].shares if hists[0] is not None else None),
+            (panels[1], titles[1], bars[1], hists[1], RELEASED, released_shares)):
+        panel.begin()
+        if bar is not None:
+            _draw_bars(panel, bar, color=color, upper=upper)
+        elif hist is not None and shares is not None:
+            # (spread: the rows without an original value are the ones not spread)
+            _draw_hist(panel, hist, shares, color, hist_top, hist.missing)
+        panel.title(title)
+        panel.end()
+    return svg.chart()
+
+
+def _in_value_order(counts: pd.Series, released: pd.Series, mags: np.ndarray) -> pd.Series:
+    """The most frequent labels ordered by the mean original value of their rows."""
+    codes, uniques = pd.factorize(released, use_na_sentinel=False)
+    present = ~np.isnan(mags)
+    totals = np.bincount(codes[present], weights=mags[present], minlength=len(uniques))
+    rows = np.bincount(codes[present], minlength=len(uniques))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        position = pd.Series(totals / rows, index=pd.Index(np.asarray(uniques, dtype=object)))
+    shown = _n_shown(len(counts))
+    top = counts.iloc[:shown]
+    pos = position.reindex(top.index.astype(object)).to_numpy()
+    return pd.concat([top.iloc[np.argsort(pos, kind="stable")], counts.iloc[shown:]])
+
+
+# --------------------------------------------------------------------------- sensitive
+
+
+def sensitive_plot(values: pd.Series, class_ids: np.ndarray, n_classes: int) -> Chart:
+    """A sensitive attribute: its distribution over the whole release (bars of the most
+    frequent values, or a histogram of a numeric one with many values), and per class the
+    number of distinct values it holds -- what l-diversity bounds."""
+    values = values.reset_index(drop=True)
+    counts = values.value_counts(dropna=False, sort=True)
+    continuous = _is_continuous(values, len(counts))
+    codes, _ = pd.factorize(values, use_na_sentinel=False)
+    pairs = np.unique(np.asarray(class_ids, dtype=np.int64) * (int(codes.max(initial=0)) + 1)
+                      + codes)
+    distinct = np.bincount(pairs // (int(codes.max(initial=0)) + 1), minlength=n_classes)
+    bars = None if continuous else _bar_data(counts, len(values), "values")
+    svg = Svg(CHART_WIDTH, max(260, ROW * (len(bars.labels) if bars else 0) + 100))
+    left, right = _panels(svg, [NUMBER_MARGIN if bars is None
+                                else _label_margin(bars.labels) + 10, NUMBER_MARGIN])
+    left.begin()
+    if bars is None:
+        hist = _hist_data(values, 40)
+        _draw_hist(left, hist, hist.shares, ORIGINAL,
+                   float(hist.shares.max(initial=0)) * (MISSING_ROOM if hist.missing else 1),
+                   hist.missing)
+    else:
+        upper = min(float(bars.shares.max(initial=0)) * 1.22 + 0.01, 1.2)
+        _draw_bars(left, bars, upper=upper, color=ORIGINAL)
+    left.title(f"Whole release: {len(counts):,} distinct value"
+               f"{'' if len(counts) == 1 else 's'}")
+    left.end()
+    right.begin()
+    levels, per_level = np.unique(distinct, return_counts=True)
+    lo, hi = float(levels.min(initial=1)) - 1, float(levels.max(initial=1)) + 1
+    ticks, labels = _x_ticks(lo, hi, right.width, _numbers(lo, hi, integer=True))
+    right.x_axis(lo, hi, ticks, labels,
+                 label="distinct values in the class")
+    right.count_y(float(per_level.max(initial=0)), "classes")
+    right.vbars(levels - 0.4, levels + 0.4, per_level, RELEASED,
+                [f"{v:,} distinct value{'' if v == 1 else 's'}: {_count(c)} classes"
+                 for v, c in zip(levels.tolist(), per_level, strict=True)])
+    right.title("Classes by their number of distinct values")
+    right.end()
+    return svg.chart()
+
+
+# --------------------------------------------------------------------------- matplotlib
+# for the code tree only (anonkit.report.tree)
+
+DPI = 120  # PNG pixels per inch: 1.2 image pixels per CSS pixel, sharp on most screens
+CSS_PX_PER_INCH = 100  # shown at 100 CSS px per inch: 9 pt text reads as about 12.5 px
+WIDTH = CHART_WIDTH / CSS_PX_PER_INCH  # inches: the page's content width
 
 STYLE: dict[str, object] = {
     "font.family": "sans-serif",
@@ -70,485 +742,29 @@ STYLE: dict[str, object] = {
 
 @contextmanager
 def style() -> Iterator[None]:
-    """The report's look, restored afterwards (rcParams are process-global)."""
+    """The report's look for a matplotlib figure, restored afterwards (rcParams are
+    process-global)."""
     import matplotlib as mpl
 
     with mpl.rc_context(STYLE):
         yield
 
 
-class Chart(NamedTuple):
-    """A rendered chart: its PNG as a data URI, and the width (CSS px) to show it at, so
-    text in every chart appears at the same size whatever the figure's width."""
+class PngChart(NamedTuple):
+    """A matplotlib figure as a PNG data URI, and the width (CSS px) to show it at, so its
+    text appears at the size of the SVG charts' text."""
 
     uri: str
     width: int
 
 
-def to_chart(fig: Figure) -> Chart:
+def to_chart(fig: Figure) -> PngChart:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=DPI)
     uri = "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
-    return Chart(uri, round(fig.get_figwidth() * CSS_PX_PER_INCH))
-
-
-def _figure(height: float, width: float = WIDTH) -> Figure:
-    from matplotlib.figure import Figure
-
-    return Figure(figsize=(width, height))
-
-
-# Margins are laid out by hand, in inches: matplotlib's constrained layout measures every
-# tick label by drawing the figure an extra time, which doubled the report's render time.
-CHAR_WIDTH = 0.068  # inches per character of an 8.5 pt tick label (DejaVu Sans, average)
-TOP_MARGIN = 0.34  # panel title
-BOTTOM_MARGIN = 0.5  # tick labels and axis label
-RIGHT_MARGIN = 0.2
-GAP = 0.45  # between two panels, besides the right panel's own label margin
-NUMBER_MARGIN = 0.75  # y tick labels like "12.5%" plus the y axis label
-
-
-def _label_margin(labels: list[str]) -> float:
-    """Left margin (inches) for horizontal-bar tick labels."""
-    return 0.15 + CHAR_WIDTH * max((len(t) for t in labels), default=4)
-
-
-def _panels(fig: Figure, margins: list[float], bottom: float = BOTTOM_MARGIN) -> list:
-    """One row of axes sharing the figure's width, each with its own left margin."""
-    width, height = fig.get_size_inches()
-    free = width - sum(margins) - GAP * (len(margins) - 1) - RIGHT_MARGIN
-    each = max(free / len(margins), 0.5)
-    axes, x = [], 0.0
-    for i, margin in enumerate(margins):
-        x += margin + (GAP if i else 0.0)
-        axes.append(fig.add_axes((x / width, bottom / height, each / width,
-                                  (height - bottom - TOP_MARGIN) / height)))
-        x += each
-    return axes
-
-
-def _rects(ax, x0: np.ndarray | float, x1: np.ndarray | float, y0: np.ndarray | float,
-           y1: np.ndarray | float, colors: str | list[str], edge: str = "none") -> None:
-    """Bars as one collection. ``bar`` / ``hist`` add a Rectangle artist per bar, and each
-    costs about a millisecond of limit and transform bookkeeping; one collection costs it
-    once. Limits are set by the callers."""
-    from matplotlib.collections import PolyCollection
-
-    x0, x1, y0, y1 = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64)
-                                           for v in (x0, x1, y0, y1)))
-    corners = [np.stack(c, axis=-1) for c in ((x0, y0), (x0, y1), (x1, y1), (x1, y0))]
-    verts = np.stack(corners, axis=1)
-    ax.add_collection(PolyCollection(verts, facecolors=colors, edgecolors=edge,
-                                     linewidths=0.6 if edge != "none" else 0),
-                      autolim=False)
-
-
-def _ylim_from_zero(ax, top: float) -> None:
-    ax.set_ylim(0, top * 1.08 if top > 0 else 1)
+    return PngChart(uri, round(fig.get_figwidth() * CSS_PX_PER_INCH))
 
 
 def plot_text(value: object, limit: int = LABEL_CHARS) -> str:
     """A label safe for matplotlib: shortened with an ellipsis, ``$`` not mathtext."""
-    text = "missing" if value is None or (isinstance(value, float) and np.isnan(value)) \
-        else str(value)
-    text = " ".join(text.split())  # no line breaks or tabs inside a tick label
-    if len(text) > limit:
-        text = text[: limit - 1] + "…"
-    return text.replace("$", r"\$")
-
-
-# --------------------------------------------------------------------------- class sizes
-
-
-def class_size_plot(sizes: np.ndarray, k: float | None) -> Chart:
-    """Two panels: how many classes have each size, and how many rows live in them."""
-    from matplotlib.ticker import MaxNLocator
-
-    sizes = np.asarray(sizes, dtype=np.int64)
-    fig = _figure(2.9)
-    left, right = _panels(fig, [NUMBER_MARGIN, NUMBER_MARGIN])
-    lo, hi = int(sizes.min()), int(sizes.max())
-    if hi - lo <= 60:
-        values, counts = np.unique(sizes, return_counts=True)
-        rows = values * counts / sizes.sum()
-        _rects(left, values - 0.4, values + 0.4, 0, counts, RELEASED)
-        _rects(right, values - 0.4, values + 0.4, 0, rows, RELEASED)
-        for ax in (left, right):
-            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-            # the axis reaches the required k, so its dashed line is always drawn
-            ax.set_xlim(min(lo, k if k is not None else lo) - 1,
-                        max(hi, k if k is not None else hi) + 1)
-    else:
-        edges = np.unique(np.geomspace(lo, hi + 1, 40).round().astype(np.int64))
-        counts, _ = np.histogram(sizes, bins=edges)
-        rows, _ = np.histogram(sizes, bins=edges, weights=sizes / sizes.sum())
-        _rects(left, edges[:-1], edges[1:], 0, counts, RELEASED, edge="white")
-        _rects(right, edges[:-1], edges[1:], 0, rows, RELEASED, edge="white")
-        for ax in (left, right):
-            ax.set_xscale("log")
-            ax.set_xlim(min(edges[0], k or edges[0]) / 1.1, max(edges[-1], k or 0) * 1.1)
-    _ylim_from_zero(left, float(counts.max()))
-    _ylim_from_zero(right, float(rows.max()))
-    left.set_title("Classes by size")
-    left.set_ylabel("classes")
-    left.yaxis.set_major_locator(MaxNLocator(integer=True))
-    right.set_title("Rows by the size of their class")
-    right.set_ylabel("share of rows")
-    _share_axis(right.yaxis)
-    for ax in (left, right):
-        ax.set_xlabel("class size (rows)")
-        ax.grid(axis="x", visible=False)
-        if k is not None:
-            ax.axvline(k, color=ALERT, linestyle="--", linewidth=1)
-    if k is not None:
-        left.annotate(f"required ≥ {k:g}", xy=(k, 1), xycoords=("data", "axes fraction"),
-                      xytext=(4, -10), textcoords="offset points", color=ALERT, fontsize=8.5)
-    return to_chart(fig)
-
-
-# --------------------------------------------------------------------------- risk
-
-
-#: Upper bounds of the risk buckets, as in ARX's risk analysis: the bounds between 1/2 and
-#: 1/8 are exact reciprocals, so each bucket there holds the records of one class size.
-RISK_EDGES = np.array([0.0, 1e-6, 1e-5, 1e-4, 1e-3, 0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07,
-                       0.08, 0.09, 0.1, 1 / 8, 1 / 7, 1 / 6, 1 / 5, 1 / 4, 1 / 3, 1 / 2, 1.0])
-
-
-def _pct_text(x: float) -> str:
-    return f"{x * 100:.3g}%"
-
-
-def risk_plot(sizes: np.ndarray, threshold: float) -> Chart:
-    """Share of records per prosecutor-risk bucket ``(lo, hi]``; buckets above the
-    threshold in red. The threshold is itself a bucket bound, so no bucket straddles it."""
-    sizes = np.asarray(sizes, dtype=np.float64)
-    risks = 1.0 / sizes
-    edges = np.unique(np.append(RISK_EDGES, threshold))
-    bucket = np.searchsorted(edges, risks, side="left") - 1  # r in (edges[i], edges[i+1]]
-    shares = np.bincount(bucket, weights=sizes, minlength=len(edges) - 1) / sizes.sum()
-    first = min(int(np.flatnonzero(shares)[0]),
-                int(np.searchsorted(edges, threshold)) - 1)
-    shares, lows, highs = shares[first:], edges[first:-1], edges[first + 1:]
-    labels = [f"{_pct_text(lo)}–{_pct_text(hi)}" for lo, hi in zip(lows, highs, strict=True)]
-    colors = [ALERT if lo >= threshold else RISK for lo in lows]
-    fig = _figure(3.1)
-    (ax,) = _panels(fig, [NUMBER_MARGIN], bottom=1.0)
-    x = np.arange(len(shares), dtype=np.float64)
-    _rects(ax, x - 0.4, x + 0.4, 0, shares, colors)
-    for xi, share in zip(x, shares, strict=True):
-        if share > 0:
-            ax.text(xi, share, f"{share:.1%}", ha="center", va="bottom", fontsize=7.5,
-                    color=MUTED)
-    ax.set_xlim(-0.6, len(shares) - 0.4)
-    _ylim_from_zero(ax, float(shares.max()))
-    ax.set_xticks(x, labels, rotation=35, ha="right", rotation_mode="anchor")
-    ax.set_title(f"Records by prosecutor risk (1 / size of their class); red: above the "
-                 f"threshold {threshold:g}")
-    ax.set_xlabel("risk (lower bound excluded, upper included)")
-    ax.set_ylabel("share of records")
-    _share_axis(ax.yaxis)
-    ax.grid(axis="x", visible=False)
-    return to_chart(fig)
-
-
-# --------------------------------------------------------------------------- utility
-
-
-def ncp_plot(ncp: Mapping[str, float], gcp: float | None = None) -> Chart:
-    """Information loss per quasi-identifier, so one sees which QI pays for the release."""
-    names = [plot_text(n) for n in ncp]
-    values = np.array(list(ncp.values()), dtype=np.float64)
-    fig = _figure(max(1.8, 0.3 * len(names) + 1.0), width=WIDTH * 0.62)
-    (ax,) = _panels(fig, [_label_margin(names)])
-    upper = min(max(float(values.max(initial=0)) * 1.18, 0.02), 1.12)
-    _hbars(ax, names, values, [RELEASED] * len(names), upper, 8.5, INK, boxed=True)
-    _share_axis(ax.xaxis)
-    if gcp is not None:
-        ax.axvline(gcp, color=ALERT, linestyle="--", linewidth=1)
-        ax.annotate(f"GCP {gcp:.1%}", xy=(gcp, 1.0), xycoords=("data", "axes fraction"),
-                    xytext=(4, 3), textcoords="offset points", color=ALERT, fontsize=8.5)
-    ax.set_xlabel("NCP: share of the domain a released value covers, averaged over rows")
-    ax.grid(axis="y", visible=False)
-    return to_chart(fig)
-
-
-# --------------------------------------------------------------------------- QIs
-
-
-def _is_continuous(series: pd.Series, n_distinct: int) -> bool:
-    numeric = (pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
-               and not isinstance(series.dtype, pd.CategoricalDtype))
-    return (numeric or pd.api.types.is_datetime64_any_dtype(series)) and \
-        n_distinct >= CONTINUOUS_MIN_DISTINCT
-
-
-def _magnitudes(series: pd.Series) -> np.ndarray | None:
-    """Values as floats (dates as day numbers) to order labels by; None if not ordered."""
-    if pd.api.types.is_datetime64_any_dtype(series):
-        values = series.to_numpy("datetime64[ns]")
-        out = values.astype("datetime64[D]").astype(np.float64)
-        out[np.isnat(values)] = np.nan
-        return out
-    if pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series) \
-            and not isinstance(series.dtype, pd.CategoricalDtype):
-        return series.to_numpy(dtype=np.float64, na_value=np.nan)
-    return None
-
-
-def _n_shown(n_values: int) -> int:
-    """Bars drawn for a column with ``n_values`` values (never an "other" bar of one)."""
-    return n_values if n_values <= TOP + 1 else TOP
-
-
-def _bar_data(counts: pd.Series, n: int, other: str) -> tuple[list[str], np.ndarray, bool]:
-    """Labels and shares of the top bars of ``counts`` (already ordered), the rest summed
-    into one last bar."""
-    shown = counts.iloc[:_n_shown(len(counts))]
-    labels = [plot_text(v) for v in shown.index]
-    shares = shown.to_numpy(dtype=np.float64) / max(n, 1)
-    rest = len(counts) - len(shown)
-    if rest > 0:
-        labels.append(f"{rest:,} other {other}")
-        shares = np.append(shares, counts.iloc[len(shown):].sum() / max(n, 1))
-    return labels, shares, rest > 0
-
-
-def _hbars(ax, labels: list[str], values: np.ndarray, colors: list[str], upper: float,
-           value_size: float, value_color: str, boxed: bool = False) -> None:
-    """Horizontal bars, first on top, labelled on the left and valued on the right. The
-    labels are plain texts: tick labels would cost a Tick object (two lines, two texts)
-    each."""
-    from matplotlib.ticker import NullLocator
-
-    y = np.arange(len(labels), dtype=np.float64)
-    _rects(ax, 0, values, y - 0.35, y + 0.35, colors)
-    ax.set_ylim(len(labels) - 0.5, -0.5)
-    ax.set_xlim(0, upper)
-    ax.yaxis.set_major_locator(NullLocator())
-    at_left = ax.get_yaxis_transform()
-    for yi, label, value in zip(y, labels, values, strict=True):
-        ax.text(-0.012, yi, label, transform=at_left, ha="right", va="center")
-        ax.text(value, yi, f" {share_text(value)}", va="center", fontsize=value_size,
-                color=value_color, zorder=4,
-                bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5} if boxed
-                else None)
-    ax.grid(axis="y", visible=False)
-
-
-def share_text(share: float) -> str:
-    """A share as a percentage with one decimal; a non-zero share below 0.05 % is never
-    shown as 0.0 %."""
-    if 0 < share < 0.0005:
-        return "<0.1%"
-    return f"{share:.1%}"
-
-
-def _share_axis(axis) -> None:
-    """Percent ticks at round steps (1, 2, 5 x 10^n): no "8%" tick standing for 7.5 %."""
-    from matplotlib.ticker import FuncFormatter, MaxNLocator
-
-    axis.set_major_locator(MaxNLocator(nbins=6, steps=[1, 2, 2.5, 5, 10]))
-    axis.set_major_formatter(FuncFormatter(lambda x, _: f"{x * 100:.6g}%"))
-
-
-def _draw_bars(ax, labels: list[str], shares: np.ndarray, rest: bool, *, color: str,
-               upper: float) -> None:
-    colors = [color] * (len(labels) - rest) + ([OTHER] if rest else [])
-    _hbars(ax, labels, shares, colors, upper, 7.5, MUTED)
-    _share_axis(ax.xaxis)
-    ax.set_xlabel("share of rows")
-
-
-def _hist(ax, values: pd.Series, bins: np.ndarray | int, color: str) -> np.ndarray:
-    """Histogram of shares of rows; dates on a date axis. Returns the bin edges."""
-    from matplotlib import dates as mdates
-
-    present = values.dropna()
-    dated = pd.api.types.is_datetime64_any_dtype(present)
-    data = mdates.date2num(present.to_numpy("datetime64[ns]")) if dated \
-        else present.to_numpy(dtype=np.float64)
-    if isinstance(bins, int) and len(data) and not dated and \
-            np.array_equal(data, np.round(data)):
-        # whole numbers: bins of a whole width centred on them, or bins would alias
-        # (alternately holding one and two values, a comb that is not in the data)
-        lo, hi = float(data.min()), float(data.max())
-        width = max(1.0, float(np.ceil((hi - lo + 1) / bins)))
-        bins = np.arange(lo - 0.5, hi + 0.5 + width, width)
-    shares, edges = np.histogram(data, bins=bins)
-    shares = shares / max(len(values), 1)
-    _rects(ax, edges[:-1], edges[1:], 0, shares, color, edge="white")
-    ax.set_xlim(edges[0], edges[-1])
-    _ylim_from_zero(ax, float(shares.max(initial=0)))
-    if dated:
-        _date_axis(ax)
-    _share_axis(ax.yaxis)
-    ax.set_ylabel("share of rows")
-    ax.grid(axis="x", visible=False)
-    missing = len(values) - len(present)
-    if missing:
-        ax.annotate(f"+ {missing / len(values):.1%} missing", xy=(1, 1),
-                    xycoords="axes fraction", ha="right", va="top", fontsize=8, color=MUTED)
-    return edges
-
-
-def qi_plot(original: pd.Series, released: pd.Series) -> Chart:
-    """Before / after: the original values next to the released ones, as shares of rows.
-
-    Categorical values and released labels: the most frequent ones as bars (the rest in one
-    bar, so a column with hundreds of values stays readable), labels of an ordered column
-    in the order of the values they stand for (``[20-29]`` before ``[30-39]``). A numeric
-    or date original with many values: a histogram, and the release on the same bins, each
-    label's rows spread evenly over the range of original values it stands for -- what an
-    analyst reading the release can reconstruct; hundreds of range labels as bars would
-    show nothing. Both need the rows of the two tables to correspond (same order).
-    """
-    original = original.reset_index(drop=True)
-    released = released.reset_index(drop=True)
-    orig_counts = original.value_counts(dropna=False, sort=True)
-    rel_counts = released.value_counts(dropna=False, sort=True)
-    rel_counts = rel_counts[rel_counts > 0]  # unused categories of a Categorical
-    orig_continuous = _is_continuous(original, len(orig_counts))
-    rel_continuous = _is_continuous(released, len(rel_counts))
-    mags = _magnitudes(original)
-    if not orig_continuous and mags is not None:
-        # few numeric values: the most frequent ones shown, in value order
-        shown = _n_shown(len(orig_counts))
-        orig_counts = pd.concat([orig_counts.iloc[:shown].sort_index(kind="stable"),
-                                 orig_counts.iloc[shown:]])
-    aligned = mags is not None and len(original) == len(released)
-    spread = orig_continuous and not rel_continuous and aligned
-    if not rel_continuous and aligned and not spread:
-        rel_counts = _in_value_order(rel_counts, released, mags)
-    panels = []
-    for counts, continuous, n, other in ((orig_counts, orig_continuous, len(original),
-                                          "values"),
-                                         (rel_counts, rel_continuous, len(released),
-                                          "labels")):
-        panels.append(None if continuous or (spread and other == "labels")
-                      else _bar_data(counts, n, other))
-    bar_panels = [p for p in panels if p is not None]
-    n_bars = max((len(p[0]) for p in bar_panels), default=0)
-    # one scale for both sides, so bar lengths compare across before and after
-    upper = min(max([float(p[1].max(initial=0)) for p in bar_panels] + [0.01]) * 1.22, 1.2)
-    fig = _figure(max(1.6 if len(bar_panels) == 2 else 2.6, 0.21 * n_bars + 1.0))
-    left, right = _panels(fig, [NUMBER_MARGIN if p is None else _label_margin(p[0])
-                                for p in panels])
-    bins: np.ndarray | int = 40
-    if panels[0] is None:
-        bins = _hist(left, original, min(40, len(orig_counts)), ORIGINAL)
-    else:
-        _draw_bars(left, *panels[0], upper=upper, color=ORIGINAL)
-    if spread:
-        assert mags is not None and not isinstance(bins, int)
-        _spread_hist(right, released, mags, bins, RELEASED)
-    elif panels[1] is None:
-        _hist(right, released, bins if orig_continuous else 40, RELEASED)
-    else:
-        _draw_bars(right, *panels[1], upper=upper, color=RELEASED)
-    left.set_title(f"Original: {len(orig_counts):,} distinct value"
-                   f"{'' if len(orig_counts) == 1 else 's'}")
-    what = "value" if rel_continuous else "label"
-    plural = "" if len(rel_counts) == 1 else "s"
-    right.set_title(f"Released: {len(rel_counts):,} {what}{plural}, spread over their ranges"
-                    if spread else f"Released: {len(rel_counts):,} distinct {what}{plural}")
-    if panels[0] is None and panels[1] is None:  # two histograms: one vertical scale
-        top = max(left.get_ylim()[1], right.get_ylim()[1])
-        left.set_ylim(0, top)
-        right.set_ylim(0, top)
-        right.set_xlim(left.get_xlim())
-        if pd.api.types.is_datetime64_any_dtype(original):
-            _date_axis(right)
-    return to_chart(fig)
-
-
-def _spread_hist(ax, released: pd.Series, mags: np.ndarray, edges: np.ndarray,
-                 color: str) -> None:
-    """The release on the original's bins: each label's rows spread evenly over the range
-    of original values they hold (whole numbers and days as unit-wide cells, so a label
-    for 20..24 puts a fifth on each). Vectorised over labels x bin edges."""
-    codes, _ = pd.factorize(released, use_na_sentinel=False)
-    present = ~np.isnan(mags)
-    values = pd.Series(mags[present])
-    grouped = values.groupby(codes[present], sort=False)
-    lo = grouped.min().to_numpy()
-    hi = grouped.max().to_numpy()
-    rows = grouped.size().to_numpy().astype(np.float64)
-    if np.array_equal(values.to_numpy(), np.round(values.to_numpy())):
-        lo, hi = lo - 0.5, hi + 0.5
-    width = hi - lo
-    with np.errstate(divide="ignore", invalid="ignore"):
-        covered = np.clip((edges[None, :] - lo[:, None]) / width[:, None], 0.0, 1.0)
-    point = width == 0
-    covered[point] = edges[None, :] > lo[point][:, None]
-    covered[:, -1] = 1.0  # the last bin includes its right edge
-    cumulative = rows @ covered
-    shares = np.diff(cumulative) / max(len(released), 1)
-    _rects(ax, edges[:-1], edges[1:], 0, shares, color, edge="white")
-    ax.set_xlim(edges[0], edges[-1])
-    _ylim_from_zero(ax, float(shares.max(initial=0)))
-    _share_axis(ax.yaxis)
-    ax.set_ylabel("share of rows")
-    ax.grid(axis="x", visible=False)
-
-
-def _date_axis(ax) -> None:
-    from matplotlib import dates as mdates
-
-    locator = mdates.AutoDateLocator()
-    ax.xaxis.set_major_locator(locator)
-    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
-
-
-def _in_value_order(counts: pd.Series, released: pd.Series, mags: np.ndarray) -> pd.Series:
-    """The most frequent labels ordered by the mean original value of their rows."""
-    codes, uniques = pd.factorize(released, use_na_sentinel=False)
-    present = ~np.isnan(mags)
-    totals = np.bincount(codes[present], weights=mags[present], minlength=len(uniques))
-    rows = np.bincount(codes[present], minlength=len(uniques))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        position = pd.Series(totals / rows, index=pd.Index(np.asarray(uniques, dtype=object)))
-    shown = _n_shown(len(counts))
-    top = counts.iloc[:shown]
-    pos = position.reindex(top.index.astype(object)).to_numpy()
-    return pd.concat([top.iloc[np.argsort(pos, kind="stable")], counts.iloc[shown:]])
-
-
-# --------------------------------------------------------------------------- sensitive
-
-
-def sensitive_plot(values: pd.Series, class_ids: np.ndarray, n_classes: int) -> Chart:
-    """A sensitive attribute: its distribution over the whole release (bars of the most
-    frequent values, or a histogram of a numeric one with many values), and per class the
-    number of distinct values it holds -- what l-diversity bounds."""
-    from matplotlib.ticker import MaxNLocator
-
-    values = values.reset_index(drop=True)
-    counts = values.value_counts(dropna=False, sort=True)
-    continuous = _is_continuous(values, len(counts))
-    codes, _ = pd.factorize(values, use_na_sentinel=False)
-    pairs = np.unique(np.asarray(class_ids, dtype=np.int64) * (int(codes.max(initial=0)) + 1)
-                      + codes)
-    distinct = np.bincount(pairs // (int(codes.max(initial=0)) + 1), minlength=n_classes)
-    bars = None if continuous else _bar_data(counts, len(values), "values")
-    fig = _figure(max(2.6, 0.21 * (len(bars[0]) if bars else 0) + 1.0))
-    left, right = _panels(fig, [NUMBER_MARGIN if bars is None else _label_margin(bars[0]) + 0.1,
-                                NUMBER_MARGIN])
-    if bars is None:
-        _hist(left, values, 40, ORIGINAL)
-    else:
-        upper = min(float(bars[1].max(initial=0)) * 1.22 + 0.01, 1.2)
-        _draw_bars(left, *bars, upper=upper, color=ORIGINAL)
-    left.set_title(f"Whole release: {len(counts):,} distinct value"
-                   f"{'' if len(counts) == 1 else 's'}")
-    levels, per_level = np.unique(distinct, return_counts=True)
-    _rects(right, levels - 0.4, levels + 0.4, 0, per_level, RELEASED)
-    right.set_xlim(levels.min(initial=1) - 1, levels.max(initial=1) + 1)
-    _ylim_from_zero(right, float(per_level.max(initial=0)))
-    right.xaxis.set_major_locator(MaxNLocator(integer=True))
-    right.yaxis.set_major_locator(MaxNLocator(integer=True))
-    right.set_title("Classes by their number of distinct values")
-    right.set_xlabel("distinct values in the class")
-    right.set_ylabel("classes")
-    right.grid(axis="x", visible=False)
-    return to_chart(fig)
+    return short_text(label_text(value), limit).replace("$", r"\$")

@@ -19,10 +19,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from anonkit import __version__
 from anonkit.models.base import Verdict
 from anonkit.release import NO_INFORMATION, fully_generalized
-from anonkit.report import plots
 from anonkit.report.history_place import HistoryPlace, history_section
 from anonkit.report.html import (
     _class_size_section,
@@ -37,6 +35,7 @@ from anonkit.report.html import (
     _value,
     _verdict_table,
     _write_page,
+    release_subtitle,
 )
 from anonkit.report.page import section
 
@@ -80,35 +79,25 @@ def render_recorded_report(facts: ReleaseFacts, path: str | Path, *,
     sizes = np.asarray(facts.class_sizes, dtype=np.int64)
     worst = [_labels_of(facts.class_labels, v.worst_class) for v in facts.verdicts]
     metrics = dict(facts.metrics)
-    with plots.style():
-        sections = [
-            _summary(facts, sizes),
-            history_section(history) if history is not None else "",
-            section("verdicts", "Privacy models",
-                    _verdict_table(facts.verdicts, [None] * len(facts.verdicts), worst)
-                    + '<p class="note">As recorded when the release was verified: measured '
-                      "on the released table as an adversary groups it.</p>"),
-            _class_size_section(sizes, _required_k(facts.verdicts)) if len(sizes) else "",
-            _risk_section(sizes, float(metrics.get("risk_threshold", 0.2))) if len(sizes)
-            else "",
-            _utility_section(metrics, facts.quasi_identifiers) if metrics else "",
-            _glossary(),
-        ]
+    sections = [
+        _summary(facts, sizes),
+        history_section(history) if history is not None else "",
+        section("verdicts", "Privacy models",
+                _verdict_table(facts.verdicts, [None] * len(facts.verdicts), worst)
+                + '<p class="note">As recorded when the release was verified: measured '
+                  "on the released table as an adversary groups it.</p>"),
+        _class_size_section(sizes, _required_k(facts.verdicts)) if len(sizes) else "",
+        _risk_section(sizes, float(metrics.get("risk_threshold", 0.2))) if len(sizes)
+        else "",
+        _utility_section(metrics, facts.quasi_identifiers) if metrics else "",
+        _glossary(),
+    ]
     nav = [("summary", "Summary"), *([("history", "History")] if history else []),
            ("verdicts", "Privacy models"), ("classes", "Classes"), ("risk", "Risk"),
            *([("utility", "Utility")] if metrics else []), ("glossary", "Definitions")]
-    made = {"anonkit": __version__, **dict(provenance or {})}
-    subtitle = (" · ".join(f'{e(k)} <span class="mono">{e(v)}</span>' for k, v in made.items())
-                + "<br>")
-    subtitle += (f"Method <b>{e(facts.method)}</b> · {e(facts.kind)} release · "
-                 f"{_int(facts.n_released_rows)} rows released · report drawn in "
-                 f"{time.perf_counter() - t0:.2f} s")
-    if not facts.formal_guarantee:
-        subtitle = ("<b>This release has no formal privacy guarantee: its measure is a "
-                    "heuristic, accepted explicitly.</b> " + subtitle)
-    if facts.seeded:
-        subtitle += (" · <b>seeded</b>: its randomness came from a given seed, for tests "
-                     "and studies only")
+    subtitle = release_subtitle(provenance, facts.method, facts.kind,
+                                f"{_int(facts.n_released_rows)} rows released", t0,
+                                formal_guarantee=facts.formal_guarantee, seeded=facts.seeded)
     cautions = [NO_INFORMATION] if fully_generalized(facts.quasi_identifiers, metrics) else []
     return _write_page(path, title or f"Anonymization report: {facts.method}", subtitle,
                        facts.verdicts, nav, [s for s in sections if s],

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from anonkit._util.numbers import exact_number
-from anonkit.report.plots import WIDTH, plot_text, to_chart
+from anonkit.report.plots import WIDTH, plot_text, style, to_chart
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -217,7 +217,8 @@ def tree_section(result: Release, original: pd.DataFrame | None = None) -> str:
     tree = result.cut_tree
     if tree is None:
         return ""
-    chart = to_chart(plot_tree(tree, tree.owner, values=tree.symbol_values))
+    with style():
+        chart = to_chart(plot_tree(tree, tree.owner, values=tree.symbol_values))
     n_released = int(np.count_nonzero(tree.owner == np.arange(len(tree.owner))))
     caption = (f"The {html.escape(str(tree.kind))} tree over {tree.n_symbols:,} distinct "
                f"values, truncated: only the nodes above the cut and the {n_released:,} "
