@@ -65,6 +65,7 @@ def census(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.parametrize(("method", "roles", "options", "flags"), ONE_SHOT,
                          ids=[f"{m}-{i}" for i, (m, *_) in enumerate(ONE_SHOT)])
+@pytest.mark.filterwarnings("ignore::anonkit.errors.NoInformationWarning")  # (a wide k)
 def test_anonymize_equals_the_command_line(census: Path, tmp_path: Path, method: str,
                                            roles: dict[str, object],
                                            options: dict[str, object],

@@ -27,6 +27,9 @@ from anonkit.hierarchy.base import Hierarchy
 from anonkit.verify import write_release
 from oracles import risk as oracle
 
+# random small tables often leave no information: that warning is expected here
+pytestmark = pytest.mark.filterwarnings("ignore::anonkit.errors.NoInformationWarning")
+
 SETTINGS = settings(max_examples=40, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow,
                                            HealthCheck.function_scoped_fixture])
