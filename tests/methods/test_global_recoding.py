@@ -25,10 +25,12 @@ from anonkit.data.read import read_table
 from anonkit.errors import InputError
 from anonkit.methods.options import RECODING_METRICS
 from anonkit.models.base import KAnonymity
+from anonkit.models.population_table import PopulationTable
+from anonkit.models.risk import bind_population
 from anonkit.models.text import parse_model
 from anonkit.release import Release
 from anonkit.verify import write_release
-from oracles.global_recoding import Best, Hierarchy, close, optima
+from oracles.global_recoding import Best, Hierarchy, Risk, close, optima, risk_optimum
 
 ADULT_QIS = ["sex", "age", "race", "marital-status", "education", "native-country",
              "workclass", "occupation"]
@@ -407,3 +409,129 @@ def test_check_exempts_suppressed_rows_only_when_told_and_counts_them(tmp_path: 
     tight = CliRunner().invoke(main, ["check", str(path), "--qi", "age,zip", "-k", "5",
                                       "--suppression", "0.1"])
     assert tight.exit_code == 2 and "FAIL suppression limit" in tight.output  # 2 > 1.3
+
+
+# -- the risk models as privacy models (issue 24) ----------------------------------------
+
+
+def run_with_risk(frame: pd.DataFrame, qis: Sequence[str],
+                  hierarchies: Mapping[str, Hierarchy], risk: Risk, *, limit: float,
+                  metric: str) -> Release:
+    models = ([f"k-map={risk.k_map}"] if risk.k_map is not None else []) \
+        + ([f"delta-presence={risk.delta[0]},{risk.delta[1]}"] if risk.delta else []) \
+        + ([f"individual-risk={risk.risk}"] if risk.risk is not None else [])
+    context: dict[str, object] = {}
+    if risk.population is not None:
+        context["population"] = risk.population
+    if risk.weights is not None:
+        frame = frame.assign(w=list(risk.weights))
+        context["weight"] = "w"
+    return anonkit.anonymize(
+        frame, "global", quasi_identifiers=list(qis), sensitive="s", insensitive="*",
+        hierarchies={q: AnonkitHierarchy([[v, *labels] for v, labels in h.items()], name=q)
+                     for q, h in hierarchies.items() if q in qis},
+        models=models, suppression=limit, metric=metric, **context)
+
+
+def assert_optimal_and_verified(frame: pd.DataFrame, qis: Sequence[str],
+                                hierarchies: Mapping[str, Hierarchy], risk: Risk, *,
+                                limit: float, metric: str, tmp_path: Path) -> Release | None:
+    expected = risk_optimum(frame, qis, hierarchies, risk, limit, metric)
+    if expected is None:
+        with pytest.raises(InputError):
+            run_with_risk(frame, qis, hierarchies, risk, limit=limit, metric=metric)
+        return None
+    release = run_with_risk(frame, qis, hierarchies, risk, limit=limit, metric=metric)
+    assert release.recoding is not None
+    assert close(release.recoding.value, expected.value), (expected, release.recoding)
+    assert_release_holds(release, frame, qis, "s", hierarchies, k=1, l=1, limit=limit,
+                         tmp_path=tmp_path)
+    return release
+
+
+@st.composite
+def risks(draw: st.DrawFn, frame: pd.DataFrame, qis: Sequence[str]) -> Risk:
+    kind = draw(st.sampled_from(["k-map", "individual-risk", "delta-presence"]))
+    if kind == "individual-risk":
+        weights = [float(draw(st.integers(2, 20))) for _ in range(len(frame))]
+        return Risk(weights=weights, risk=draw(st.sampled_from([0.05, 0.1, 0.2, 0.3])))
+    # the population holds the sample and more rows over the same values
+    extra = {q: [draw(st.sampled_from(sorted(set(frame[q])))) for _ in range(n)]
+             for n in [draw(st.integers(0, 30))] for q in qis}
+    population = pd.concat([frame[list(qis)], pd.DataFrame(extra, columns=list(qis))],
+                           ignore_index=True)
+    if kind == "k-map":
+        return Risk(population=population, k_map=draw(st.integers(1, 6)))
+    low = draw(st.sampled_from([0.0, 0.2]))
+    return Risk(population=population, delta=(low, draw(st.sampled_from([0.5, 0.8, 1.0]))))
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), table=tables(), limit=st.sampled_from([0.0, 0.1, 0.3]),
+       metric=st.sampled_from(METRICS))
+def test_risk_models_the_chosen_node_is_the_brute_force_optimum(
+        data: st.DataObject, table: tuple[pd.DataFrame, list[str], dict[str, Hierarchy]],
+        limit: float, metric: str, tmp_path: Path) -> None:
+    frame, qis, hierarchies = table
+    risk = data.draw(risks(frame, qis))
+    assert_optimal_and_verified(frame, qis, hierarchies, risk, limit=limit, metric=metric,
+                                tmp_path=tmp_path)
+
+
+def small_survey(seed: int) -> tuple[pd.DataFrame, list[str], dict[str, Hierarchy],
+                                     pd.DataFrame]:
+    """A table of 60 rows over three coded QIs with two-level hierarchies, and a population
+    of 400 rows over the same values that holds it."""
+    rng = np.random.default_rng(seed)
+    qis = ["region", "job", "band"]
+    values = {q: [f"{q}{i}" for i in range(6)] for q in qis}
+    hierarchies = {q: {v: [f"{q}-group{i // 2}", f"{q}-half{i // 4}", "*"]
+                       for i, v in enumerate(vs)} for q, vs in values.items()}
+    population = pd.DataFrame({q: rng.choice(vs, 400) for q, vs in values.items()})
+    frame = population.sample(60, random_state=seed).reset_index(drop=True)
+    frame["s"] = rng.choice(["a", "b"], len(frame))
+    return frame, qis, hierarchies, population
+
+
+@pytest.mark.parametrize("limit", [0.0, 0.1])
+def test_k_map_against_a_population_table_is_optimal_and_verified(limit: float,
+                                                                    tmp_path: Path) -> None:
+    frame, qis, hierarchies, population = small_survey(3)
+    for metric in ("precision", "loss"):
+        release = assert_optimal_and_verified(
+            frame, qis, hierarchies, Risk(population=population, k_map=12), limit=limit,
+            metric=metric, tmp_path=tmp_path)
+        assert release is not None and release.passed
+        assert release.recoding is not None and release.recoding.lattice["tagged"] > 0
+
+
+@pytest.mark.parametrize("limit", [0.0, 0.1])
+def test_individual_risk_with_weights_is_optimal_and_verified(limit: float,
+                                                              tmp_path: Path) -> None:
+    frame, qis, hierarchies, _ = small_survey(4)
+    weights = list(np.random.default_rng(5).integers(2, 15, len(frame)).astype(float))
+    for metric in ("precision", "discernibility"):
+        release = assert_optimal_and_verified(
+            frame, qis, hierarchies, Risk(weights=weights, risk=0.15), limit=limit,
+            metric=metric, tmp_path=tmp_path)
+        assert release is not None and release.passed
+        assert "individual risk" in release.summary()
+
+
+def test_risk_models_that_are_not_monotone_never_prune(tmp_path: Path) -> None:
+    frame, qis, hierarchies, population = small_survey(6)
+    bound = bind_population([parse_model(m) for m in (
+        "k-map=3", "individual-risk=0.2", "delta-presence=0.1,0.5",
+        "population-uniqueness=0.1")], population=PopulationTable(population),
+        sampling_fraction=0.2)
+    for suppression in (True, False):
+        assert [m.name for m in global_recoding.monotone_models(bound, suppression)] == \
+            ["k-map", "individual risk"]
+    # δ-presence alone tags nothing (every node it passes is checked on its own) and still
+    # finds the optimum
+    release = assert_optimal_and_verified(
+        frame, qis, hierarchies, Risk(population=population, delta=(0.05, 0.3)), limit=0.1,
+        metric="precision", tmp_path=tmp_path)
+    assert release is not None and release.recoding is not None
+    assert release.recoding.lattice["tagged"] == 0

@@ -152,3 +152,83 @@ def optima(frame: pd.DataFrame, quasi_identifiers: Sequence[str], sensitive: str
 
 def close(a: float, b: float) -> bool:
     return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-9)
+
+
+# -- the risk models (issue 24), written out from their definitions ---------------------
+
+
+def labels_at(values: Sequence[object], hierarchy: Hierarchy | None, level: int) -> list[str]:
+    """Each value's label at ``level``: itself, its hierarchy's label, or ``*`` above it."""
+    texts = [str(v) for v in values]
+    if level == 0:
+        return texts
+    if hierarchy is None:
+        return ["*"] * len(texts)
+    return [hierarchy[t][level - 1] for t in texts]
+
+
+def benedetti_franconi(f: float, people: float) -> float:
+    """A record's risk in a class of ``f`` sample rows standing for ``people`` people."""
+    p = f / people
+    if p >= 1.0:
+        return 1.0 / f
+    if f == 1:
+        return p / (1 - p) * math.log(1 / p)
+    if f == 2:
+        return p / (1 - p) - (p / (1 - p)) ** 2 * math.log(1 / p)
+    return p / (f - (1 - p))
+
+
+@dataclass(frozen=True)
+class Risk:
+    """The risk models a node is judged by (each optional): k-map against a population
+    table, δ-presence against it, individual risk with survey weights."""
+
+    population: pd.DataFrame | None = None
+    k_map: int | None = None
+    delta: tuple[float, float] | None = None
+    weights: Sequence[float] | None = None
+    risk: float | None = None
+
+
+def risk_optimum(frame: pd.DataFrame, quasi_identifiers: Sequence[str],
+                 hierarchies: Mapping[str, Hierarchy], risk: Risk, limit: float,
+                 metric: str) -> Best | None:
+    """The best node under ``risk``'s models with at most ``limit`` of the rows suppressed
+    (the rows of every class that breaks a model), by sweeping the whole lattice."""
+    columns = [column(frame[q].tolist(), hierarchies.get(q)) for q in quasi_identifiers]
+    n = len(frame)
+    best: Best | None = None
+    for node in nodes(columns, ["s"] * n):
+        _, first = np.unique(node.class_of_row, return_index=True)
+        class_labels = [tuple(labels_at([frame[q].iloc[r]], hierarchies.get(q), level)[0]
+                              for q, level in zip(quasi_identifiers, node.levels, strict=True))
+                        for r in first]
+        failing = np.zeros(len(node.sizes), dtype=bool)
+        if risk.population is not None:
+            people = pd.Series(list(zip(*(labels_at(risk.population[q].tolist(),
+                                                     hierarchies.get(q), level)
+                                           for q, level in zip(quasi_identifiers, node.levels,
+                                                               strict=True)),
+                                        strict=True))).value_counts()
+            covered = np.array([int(people.get(labels, 0)) for labels in class_labels])
+            if risk.k_map is not None:
+                failing |= covered < risk.k_map
+            if risk.delta is not None:
+                low, high = risk.delta
+                share = np.where(covered > 0, node.sizes / np.maximum(covered, 1), np.inf)
+                failing |= (share < low) | (share > high)
+        if risk.risk is not None:
+            assert risk.weights is not None
+            people_of = np.bincount(node.class_of_row, weights=np.asarray(risk.weights),
+                                    minlength=len(node.sizes))
+            per_class = np.array([benedetti_franconi(float(f), float(w))
+                                  for f, w in zip(node.sizes, people_of, strict=True)])
+            failing |= per_class > risk.risk * (1 + 1e-9)
+        suppressed = int(node.sizes[failing].sum())
+        if suppressed > limit * n + 1e-9:
+            continue
+        v = value(node, columns, failing, metric)
+        if best is None or v < best.value:
+            best = Best(v, node.levels, suppressed)
+    return best

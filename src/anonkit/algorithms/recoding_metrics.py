@@ -23,9 +23,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
+from anonkit.algorithms import _recoding_c
 from anonkit.errors import InputError
 
 METRICS = ("loss", "precision", "discernibility", "non-uniform-entropy", "average-class-size")
@@ -91,12 +93,46 @@ class MetricTables:
         """What suppression adds to the metric at one node: ``codes`` / ``counts`` its
         frequency set, ``suppressed`` per class whether its rows are suppressed. Never
         negative, and no less at a specialization, which suppresses these rows too."""
-        n_suppressed = float(counts[suppressed].sum())
-        out = 0.0
-        for j, level in enumerate(levels):
-            charged = counts[suppressed] * self.cost[j][level][codes[suppressed, j]]
-            out += n_suppressed * float(self.top[j]) - float(charged.sum())
-        return out / self.scale
+        if not suppressed.any():
+            return 0.0
+        rows, charged = _recoding_c.suppression_cost(
+            np.ascontiguousarray(codes, dtype=np.int32), len(levels),
+            np.ascontiguousarray(counts, dtype=np.int64), suppressed.view(np.uint8),
+            self.flat_cost, self.flat_start[np.arange(len(levels)), np.asarray(levels)])
+        return (rows * self.top_sum - charged) / self.scale
+
+    def small_classes(self, levels: Sequence[int], codes: np.ndarray, counts: np.ndarray,
+                      least: int, most: int) -> tuple[int, float]:
+        """The rows of the classes of fewer than ``least`` rows at one node, and what
+        suppressing them adds to the metric (:meth:`penalty`), in one pass; beyond ``most``
+        rows, some number of rows above it and no cost (the node fails)."""
+        rows, charged = _recoding_c.small_classes(
+            np.ascontiguousarray(codes, dtype=np.int32), len(levels),
+            np.ascontiguousarray(counts, dtype=np.int64), least, most, self.flat_cost,
+            self.flat_start[np.arange(len(levels)), np.asarray(levels)])
+        return int(rows), (rows * self.top_sum - charged) / self.scale \
+            if 0 < rows <= most else 0.0
+
+    @cached_property
+    def flat_cost(self) -> np.ndarray:
+        """Every column's costs at every level, end to end (see :attr:`flat_start`)."""
+        return np.concatenate([c for per_level in self.cost for c in per_level])
+
+    @cached_property
+    def flat_start(self) -> np.ndarray:
+        """Per column and level, where its costs start in :attr:`flat_cost`."""
+        height = max((len(per_level) for per_level in self.cost), default=0)
+        out = np.zeros((len(self.cost), height), dtype=np.int64)
+        at = 0
+        for j, per_level in enumerate(self.cost):
+            for level, c in enumerate(per_level):
+                out[j, level] = at
+                at += len(c)
+        return out
+
+    @cached_property
+    def top_sum(self) -> float:
+        return float(self.top.sum())
 
     def value(self, levels: Sequence[int], codes: np.ndarray, counts: np.ndarray,
               suppressed: np.ndarray) -> float:

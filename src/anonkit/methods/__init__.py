@@ -67,7 +67,7 @@ register(Method(
     "table, the level vector optimal under --metric; the rows of classes that break a model "
     "are suppressed (every QI *), at most --suppression of them. One-shot.", "generalized",
     sequential=False, threat_model="one-shot",
-    options=(K, L, T, MODELS, SUPPRESSION, METRIC, BUILD),
+    options=(K, L, T, MODELS, *POPULATION_OPTIONS, SUPPRESSION, METRIC, BUILD),
     runner="anonkit.methods.global_recoding:run"))
 register(Method(
     "ke", "(k,e)-anonymity (Zhang et al. 2007): the optimal partition by sensitive value "

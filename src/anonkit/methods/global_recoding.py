@@ -19,10 +19,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from anonkit._util.numbers import exact_number
 from anonkit.algorithms.global_recoding import (
     ColumnLattice,
     RecodingResult,
     column_counts,
+    population_levels,
     search,
 )
 from anonkit.algorithms.recoding_metrics import (
@@ -33,7 +35,8 @@ from anonkit.algorithms.recoding_metrics import (
     metric_tables,
 )
 from anonkit.assemble import Progress, no_progress, release_table
-from anonkit.data.encoding import EncodedColumn, encode
+from anonkit.checker import survey_weights
+from anonkit.data.encoding import EncodedColumn, EncodedTable, encode
 from anonkit.data.schema import Schema
 from anonkit.errors import InputError
 from anonkit.generalization import _value_text
@@ -42,6 +45,7 @@ from anonkit.hierarchy.builders import date_hierarchy, interval_hierarchy, maski
 from anonkit.methods.models import models_from_options
 from anonkit.metrics import class_metrics
 from anonkit.models.base import PrivacyModel, SensitiveAttribute, bind_models
+from anonkit.models.risk import fixed_to_sample, with_population_hierarchies
 from anonkit.release import SUPPRESSED, RecodingSummary, Release, ReleaseKind
 from anonkit.verify import verify_release
 
@@ -58,28 +62,32 @@ def run(df: pd.DataFrame, schema: Schema, options: dict[str, Any],
     models = models_from_options(options)
     if not models:
         raise InputError("no privacy model given: set k (e.g. -k 5), -l, -t or --model")
-    for model in models:
-        if getattr(model, "weight_column", None) is not None or \
-                getattr(model, "population_table", None) is not None:
-            raise InputError(f"method 'global' cannot search with {model.title()} (it reads "
-                             f"survey weights or a population table); use mondrian")
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     with step("encoding", len(df)):
         schema = with_built_hierarchies(df, schema, options.get("build") or {})
         table = encode(df, schema)
         sensitive = [SensitiveAttribute.from_encoded(c) for c in table.sensitive]
-        models = bind_models(models, sensitive)
+        # a threshold that depends on the sample's size reads the whole table's (as the
+        # verifier's), and the population tables read the QIs' hierarchy labels
+        models = fixed_to_sample(bind_models(models, sensitive), len(df))
+        models = with_population_hierarchies(models, population_hierarchies(df, table, models))
+        weights = survey_weights(df, models)
         levels = [column_levels(c) for c in table.quasi_identifiers]
         lattices = [lattice for lattice, _ in levels]
         counts = [column_counts(lattice, c.codes.astype(np.int64))
                   for lattice, c in zip(lattices, table.quasi_identifiers, strict=True)]
+        tables = {id(t): t for t in (m.population_table for m in models) if t is not None}
+        populations = [population_levels(t, [c.name for c in table.quasi_identifiers],
+                                         [labels for _, labels in levels])
+                       for t in tables.values()]
     timings["encode"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
     with step("searching the lattice", len(df)):
         result = search(lattices, table.qi_matrix, sensitive, models,
-                        suppression_limit=limit, metric=metric, level_counts=counts)
+                        suppression_limit=limit, metric=metric, level_counts=counts,
+                        weights=weights, populations=populations)
     timings["algorithm"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -173,6 +181,29 @@ def refuse_unparsed(column: pd.Series, name: str, builder: str) -> None:
         raise InputError(f"column {name!r}, data row {int(np.argmax(bad)) + 1}: --build "
                          f"{builder} needs {noun} in every row; use mask or flat for this "
                          f"column")
+
+
+def population_hierarchies(df: pd.DataFrame, table: EncodedTable,
+                           models: Sequence[PrivacyModel]) -> dict[str, Hierarchy]:
+    """The hierarchies a population table reads the released labels with: each
+    quasi-identifier's, and for one without, the flat one (the value, then ``*``) over the
+    table's and the populations' values, so that a column released as ``*`` covers every
+    population row (as the root it is; the label alone names no value)."""
+    out = {c.name: c.hierarchy for c in table.quasi_identifiers if c.hierarchy is not None}
+    frames = [t.frame for t in {id(t): t for t in (m.population_table for m in models)
+                                if t is not None}.values()]
+    if not frames:
+        return out
+    for c in table.quasi_identifiers:
+        if c.hierarchy is not None:
+            continue
+        values = {exact_number(v) for v in pd.unique(df[c.name].dropna())}
+        for frame in frames:
+            if c.name in frame.columns:
+                values |= {exact_number(v) for v in pd.unique(frame[c.name].dropna())}
+        if SUPPRESSED not in values:
+            out[c.name] = Hierarchy([[v, SUPPRESSED] for v in sorted(values)], name=c.name)
+    return out
 
 
 def column_levels(column: EncodedColumn) -> tuple[ColumnLattice, tuple[np.ndarray, ...]]:
