@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from anonkit._util.arrays import pack_arrays
 from anonkit.errors import InputError
 from anonkit.models.base import exact_number
 
@@ -231,16 +232,16 @@ class ValuesLeft:
     slots: Slots | None = None
 
     def to_bytes(self) -> bytes:
-        sink = io.BytesIO()
         extra: dict[str, np.ndarray] = {} if self.group is None else {"group": self.group}
         if self.slots is not None:
             # slots number fewer than 2^31: half the bytes to compress
             extra |= {"slot_of": self.slots.slot_of.astype(np.int32), "slot_ptr": self.slots.ptr,
                       "slot_values": self.slots.values, "slot_counts": self.slots.counts}
-        np.savez_compressed(sink, keys=self.keys, set_of=self.set_of, ptr=self.ptr,
-                            values=self.values,
-                            version=np.array([1 if self.slots is None else 2]), **extra)
-        return sink.getvalue()
+        # the keys are HMAC pseudonyms: random bytes, stored as they are
+        return pack_arrays({"keys": self.keys, "set_of": self.set_of, "ptr": self.ptr,
+                            "values": self.values,
+                            "version": np.array([1 if self.slots is None else 2]), **extra},
+                           stored=("keys",))
 
     @classmethod
     def from_bytes(cls, blob: bytes) -> ValuesLeft:
