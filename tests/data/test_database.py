@@ -313,9 +313,10 @@ def test_exact_types_come_through_unchanged(postgres_server: TemporaryPostgres  
     database = new_postgres(postgres_server)
     database.sql(
         "CREATE TABLE measures (id int, age int, big numeric(30,0), price numeric(12,4), "
-        "seen timestamptz, born date, name text)",
+        "odd numeric(6,2), seen timestamptz, born date, name text)",
         "INSERT INTO measures SELECT g, 20 + g % 40, "
         "123456789012345678901234567890 - g, 0.0001 * g, "
+        "CASE WHEN g = 1 THEN 'NaN'::numeric ELSE g + 0.5 END, "
         "timestamptz '2024-03-31 01:59:59.123456+02' + g * interval '1 second', "
         "date '1990-01-01' + g, "
         "'Zoë ✓ 東京 ' || g FROM generate_series(1, 200) AS g")
@@ -323,6 +324,8 @@ def test_exact_types_come_through_unchanged(postgres_server: TemporaryPostgres  
     assert source is not None
     table = read_source(source)
     assert table.schema.field("big").type == pa.decimal128(30, 0)
+    assert table.schema.field("odd").type == pa.string()  # NaN: no decimal holds it
+    assert table["odd"][0].as_py().lower() == "nan" and table["odd"][1].as_py() == "2.50"
     assert table.schema.field("price").type == pa.decimal128(12, 4)
     assert table.schema.field("seen").type == pa.timestamp("us", tz="UTC")
     assert table.schema.field("born").type == pa.date32()

@@ -56,6 +56,9 @@ def serve(history: str | None, root: Path, port: int, host: str, open_browser: b
         except OSError as exc:
             raise InputError(f"cannot listen on {host}:{port}: {exc.strerror}; give another "
                              f"--port (0: any free one)") from None
+        # listening before the URL is printed: a request sent at once waits in the queue
+        # until the app answers it, instead of being refused
+        listener.listen(128)
         bound = listener.getsockname()[1]
         private = Path(tempfile.mkdtemp(prefix="anonkit-serve-"))
         token = secrets.token_urlsafe(32)

@@ -423,9 +423,21 @@ def _sqlite_dates(table: pa.Table, declared: Mapping[str, str]) -> pa.Table:
     for i, item in enumerate(table.schema):
         kind = _SQLITE_TIMES.get(str(declared.get(item.name) or "").strip().upper())
         if kind is not None and pa.types.is_string(item.type):
-            with suppress(pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                replaced[i] = pc.cast(table[i], kind)
+            converted = _cast_if_every_value_fits(table[i], kind)
+            if converted is not None:
+                replaced[i] = converted
     return _with_columns(table, replaced)
+
+
+def _cast_if_every_value_fits(text: pa.ChunkedArray, kind: pa.DataType
+                              ) -> pa.ChunkedArray | None:
+    """``text`` cast to ``kind`` when every value converts exactly; None when one does not
+    (a DATE column holding 'not a date', a numeric holding NaN): the column is then kept
+    as the text the database gave, never half converted."""
+    try:
+        return pc.cast(text, kind)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
 
 
 def _fetch(source: TableSource, connection: _Connection, sql: str, doing: str) -> pa.Table:
@@ -464,9 +476,9 @@ def exact_types(table: pa.Table) -> pa.Table:
         if metadata.get(b"POSTGRESQL:type") == b"numeric":
             decimal = _decimal_type(metadata.get(b"POSTGRESQL:typmod", b"-1")) or \
                 _decimal_of(storage)
-            if decimal is not None:
-                with suppress(pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                    replaced[i] = pc.cast(storage, decimal)
+            converted = None if decimal is None else _cast_if_every_value_fits(storage, decimal)
+            if converted is not None:
+                replaced[i] = converted
     return _with_columns(table, replaced)
 
 

@@ -313,13 +313,12 @@ class Workbench:
 
 def _read(source: TableInput, column: str | None = None) -> pd.DataFrame:
     """The table (``column`` only: None for all), from its file or its database."""
+    columns = None if column is None else [column]
     if isinstance(source, Path):
-        return read_table(source)
+        return read_table(source, columns=columns)
     database = source_of(source.url, source.table, source.query)
     assert database is not None  # (the app opens only database URLs as a DatabaseTable)
-    if column is not None:
-        return to_pandas(read_source(database, [column]))
-    return to_pandas(read_source(database))
+    return to_pandas(read_source(database, columns))
 
 
 def _input_lines(source: TableInput) -> list[str]:

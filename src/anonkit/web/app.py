@@ -21,6 +21,8 @@ from urllib.parse import quote
 
 import jinja2
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import FormData
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import (
@@ -66,6 +68,8 @@ TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet", ".gz", ".bz2", ".zst")
 LISTED_FILES = 200
 MAX_DEPTH = 6
 LOOKED_AT = 20_000
+#: the longest a status request with ``wait=end`` is held open
+LONG_POLL = 20.0
 
 
 @dataclass
@@ -85,10 +89,12 @@ class Task:
     verified: tuple[Verdicts, str] | None = None
     #: a publish's form (the run, dataset, key and release file), to publish it again
     request: dict[str, str] = field(default_factory=dict)
+    #: set once the job has ended (``seconds`` known): a status request may wait on it
+    ended: threading.Event = field(default_factory=threading.Event)
 
     @property
     def done(self) -> bool:
-        return self.seconds is not None
+        return self.ended.is_set()
 
 
 #: a background job: given its task, its folder and the progress reporter
@@ -157,6 +163,7 @@ def create_app(workbench: Workbench, config: Config) -> Starlette:
             finally:
                 task.seconds = time.monotonic() - task.started
                 task.step = "done"
+                task.ended.set()
 
         with lock:
             space.tasks[task.id] = task
@@ -173,6 +180,13 @@ def create_app(workbench: Workbench, config: Config) -> Starlette:
         if task is None:
             raise InputError("no such run (the server was restarted?)")
         return task
+
+    def run_named(form: FormData, doing: str) -> tuple[Task, Settings]:
+        """The run a form names (to publish or save it), and its settings."""
+        task = space.tasks.get(str(form.get("task", "")))
+        if task is None or task.settings is None:
+            raise InputError(f"no such run to {doing} (the server was restarted?)")
+        return task, task.settings
 
     # -- pages --------------------------------------------------------------------------
     async def home(request: Request) -> Response:
@@ -367,6 +381,9 @@ def create_app(workbench: Workbench, config: Config) -> Starlette:
             task = task_of(request)
         except AnonkitError:
             return JSONResponse({"done": True, "step": "gone"}, status_code=404)
+        if request.query_params.get("wait") == "end":
+            # a long poll: answer when the job ends, or after LONG_POLL seconds at most
+            await run_in_threadpool(task.ended.wait, LONG_POLL)
         elapsed = task.seconds if task.seconds is not None else time.monotonic() - task.started
         return JSONResponse({"done": task.done, "step": task.step,
                              "verified": task.verified is not None,
@@ -412,10 +429,7 @@ def create_app(workbench: Workbench, config: Config) -> Starlette:
     async def publish(request: Request) -> Response:
         form = await request.form()
         try:
-            task = space.tasks.get(str(form.get("task", "")))
-            if task is None or task.settings is None:
-                raise InputError("no such run to publish (the server was restarted?)")
-            settings = task.settings
+            task, settings = run_named(form, "publish")
             dataset = str(form.get("dataset", "")).strip()
             key = str(form.get("key", "")).strip()
             if not dataset:
@@ -455,11 +469,9 @@ def create_app(workbench: Workbench, config: Config) -> Starlette:
     async def save(request: Request) -> Response:
         form = await request.form()
         try:
-            task = space.tasks.get(str(form.get("task", "")))
-            if task is None or task.settings is None:
-                raise InputError("no such run to save (the server was restarted?)")
+            _, settings = run_named(form, "save")
             target = under_root(root, str(form.get("path", "")), "job file")
-            text = workbench.save_job(task.settings, target, config.private)
+            text = workbench.save_job(settings, target, config.private)
         except AnonkitError as exc:
             return page("home.html", 400, error=str(exc), files=[])
         return page("saved.html", path=target, text=text)
