@@ -735,7 +735,7 @@ class _Counted(io.RawIOBase):
 
     def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
         count = self._file.readinto(buffer) or 0
-        self.meter.done += count
+        self.meter.advance(count)
         return count
 
     def close(self) -> None:
