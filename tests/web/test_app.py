@@ -57,9 +57,11 @@ def classify(client: TestClient, csrf: str, roles: dict[str, str],
 def finished(client: TestClient, page: httpx.Response) -> httpx.Response:
     """The run's page once its job is done (each status request waits for its end)."""
     task = page.url.path.rsplit("/", 1)[-1]
-    while not client.get(f"/runs/{task}/status?wait=end").json()["done"]:
-        pass
-    return client.get(f"/runs/{task}")
+    # (a guard against a job that never ends, not a speed bound: 30 long polls of 20 s)
+    for _ in range(30):
+        if client.get(f"/runs/{task}/status?wait=end").json()["done"]:
+            return client.get(f"/runs/{task}")
+    raise AssertionError("the job never ended")
 
 
 def run(client: TestClient, csrf: str, method: str, **options: str) -> httpx.Response:
@@ -170,6 +172,17 @@ def test_options_are_checked_as_on_the_command_line(client: TestClient, folder: 
         assert f"<code>{flag}</code>" in form  # every method's options, from the registry
     page = client.post(f"/run?csrf={csrf}", data={"method": "mondrian", "mondrian.k": "4.9"})
     assert page.status_code == 400 and "k must be a whole number" in page.text
+
+
+def test_a_history_only_method_goes_straight_to_publishing(client: TestClient,
+                                                           folder: Path) -> None:
+    """m-invariance runs only when published: its "preview" has nothing to run, is done at
+    once, and offers the publish form."""
+    csrf = login(client)
+    open_table(client, csrf, "adult.csv")
+    classify(client, csrf, roles_for(columns_of(folder, "adult.csv"), "id", "salary-class"))
+    page = run(client, csrf, "m-invariance", m="2")
+    assert page.status_code == 200 and 'id="publish-form"' in page.text
 
 
 def test_hierarchies_attach_and_build_with_a_preview_of_their_levels(client: TestClient,

@@ -96,6 +96,12 @@ class Task:
     def done(self) -> bool:
         return self.ended.is_set()
 
+    def finish(self) -> None:
+        """The job has ended (its outcome set): how long it took, and wake any waiter."""
+        self.seconds = time.monotonic() - self.started
+        self.step = "done"
+        self.ended.set()
+
 
 #: a background job: given its task, its folder and the progress reporter
 Work = Callable[[Task, Path, StepReporter], "RunResult | PublishResult | AuditResult"]
@@ -161,9 +167,7 @@ def create_app(workbench: Workbench, config: Config) -> Starlette:
             except Exception as exc:  # an internal error: its kind only, never values
                 task.error = f"internal error ({type(exc).__name__}); this is a bug in anonkit"
             finally:
-                task.seconds = time.monotonic() - task.started
-                task.step = "done"
-                task.ended.set()
+                task.finish()
 
         with lock:
             space.tasks[task.id] = task
@@ -353,8 +357,8 @@ def create_app(workbench: Workbench, config: Config) -> Starlette:
         label = f"{method} " + " ".join(
             f"{k}={','.join(v) if isinstance(v, list) else v}" for k, v in options.items())
         if chosen.history_only:
-            task = Task(secrets.token_hex(8), "setup", snapshot, step="done", seconds=0.0,
-                        label=label)
+            task = Task(secrets.token_hex(8), "setup", snapshot, label=label)
+            task.finish()  # (nothing to run)
             with lock:
                 space.tasks[task.id] = task
         else:
