@@ -277,15 +277,16 @@ def test_the_input_table_is_never_the_output(backend: Backend, people: pa.Table)
 
 KILLER = """\
 import os, signal, sys
-from anonkit.data.database import WRITE_HOOKS
+from anonkit.data import database
 from anonkit.cli import main
-WRITE_HOOKS[sys.argv[1]] = lambda: os.kill(os.getpid(), signal.SIGKILL)
+database.INGEST_BATCH_ROWS = 50  # (several batches of 500 rows: a cut amid the stream)
+database.WRITE_HOOKS[sys.argv[1]] = lambda: os.kill(os.getpid(), signal.SIGKILL)
 main(sys.argv[2:])
 """
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("point", ["ingested", "read back", "verified", "renamed"])
+@pytest.mark.parametrize("point", ["sending", "ingested", "read back", "verified", "renamed"])
 def test_killed_mid_write_leaves_no_partial_table(backend: Backend, people: pa.Table,
                                                   point: str) -> None:
     backend.load("people", people.slice(0, 500))

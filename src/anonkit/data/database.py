@@ -64,8 +64,9 @@ _SCHEMES = {"postgresql": "postgresql", "postgres": "postgresql", "sqlite": "sql
 MAX_NAME_BYTES = 63
 #: the prefix of the temporary tables a write creates (gone with its transaction)
 TEMPORARY_PREFIX = "anonkit_tmp_"
-#: called at named points of a write, inside its transaction (``ingested``, ``read back``,
-#: ``verified``, ``renamed``): the tests kill the process there
+#: called at named points of a write, inside its transaction (``sending``: amid the
+#: release's rows, ``ingested``, ``read back``, ``verified``, ``renamed``): the tests kill
+#: the process there
 WRITE_HOOKS: dict[str, Callable[[], None]] = {}
 
 _URL_HELP = ("write postgresql://USER@HOST:PORT/DATABASE (password from PGPASSWORD or "
@@ -593,7 +594,8 @@ def _write_tables(target: TableTarget, release: pa.Table, auxiliary: Mapping[str
             tmp = f"{TEMPORARY_PREFIX}{secrets.token_hex(8)}"
             cursor = connection.cursor()
             try:
-                cursor.adbc_ingest(tmp, storable(table, database.backend), mode="create",
+                cursor.adbc_ingest(tmp, _in_batches(storable(table, database.backend)),
+                                   mode="create",
                                    **({"db_schema_name": schema} if schema else {}))
                 declared = _declared_decimals(table) if database.backend == "postgresql" \
                     else ""
@@ -645,6 +647,23 @@ def _write_tables(target: TableTarget, release: pa.Table, auxiliary: Mapping[str
         finally:
             with suppress(Exception):
                 cursor.close()
+
+
+#: the rows of one batch the driver sends: it encodes a batch while the server stores the
+#: one before (a table in one piece is encoded whole first: a million rows of a release
+#: took 1.3 s to store instead of 0.85 s; from 2,048 to 32,768 rows a batch, alike)
+INGEST_BATCH_ROWS = 16_384
+
+
+def _in_batches(table: pa.Table) -> pa.RecordBatchReader:
+    """``table`` (zero-copy) in batches of :data:`INGEST_BATCH_ROWS`, handed to the driver
+    one at a time."""
+    def batches() -> Iterator[pa.RecordBatch]:
+        for i, batch in enumerate(table.to_batches(max_chunksize=INGEST_BATCH_ROWS)):
+            if i == 2:  # (the driver has sent the first two: a write cut mid-stream)
+                _hook("sending")
+            yield batch
+    return pa.RecordBatchReader.from_batches(table.schema, batches())
 
 
 def _declared_decimals(table: pa.Table) -> str:

@@ -66,6 +66,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
+from anonkit._util.parallel import on_all_cores
 from anonkit._util.progress import Meter
 from anonkit.errors import InputError
 
@@ -1381,15 +1382,21 @@ def to_pandas(table: pa.Table, categorical_text: bool = False) -> pd.DataFrame:
     unless text is wanted categorical, decimals as float64 where every value converts
     exactly and as text otherwise."""
     converted: dict[int, pa.ChunkedArray] = {}  # (replaced at once: see _with_columns)
+    to_encode: list[int] = []
     for i, field in enumerate(table.schema):
         column = table[i]
         if pa.types.is_decimal(field.type):
             column = converted[i] = _exact_decimals(column)
         is_text = pa.types.is_string(column.type) or pa.types.is_large_string(column.type)
         if categorical_text and is_text:
-            converted[i] = pc.dictionary_encode(column)
+            to_encode.append(i)
         elif pa.types.is_dictionary(column.type) and not categorical_text:
             converted[i] = pc.cast(column, column.type.value_type)
+    # text from a database or a Parquet file comes undictionaried: hashing a million
+    # labels is the costliest step here, and Arrow hashes without the GIL
+    texts = [converted.get(i, table[i]) for i in to_encode]
+    encoded = on_all_cores(pc.dictionary_encode, texts, [column.nbytes for column in texts])
+    converted.update(zip(to_encode, encoded, strict=True))
     table = _with_columns(table, converted)
     frame = table.to_pandas(date_as_object=False, split_blocks=True, self_destruct=True)
     del table
