@@ -128,11 +128,15 @@ def read_job_input(job: Job, qis: list[str], meter: Meter | None = None) -> Inpu
     known = set(names)
     text = [*([n for n in insensitive if n in known] if verbatim else ()),
             *declared_text(job, names)]
-    table = read_arrow(source, sep, text_columns=text, dictionary_text=True, dialect=dialect,
-                       meter=meter) if database is None \
-        else read_source(database, text_columns=text)
-    roles = column_roles(names, job, qis)  # after reading: an unreadable file is told first
-    dropped = [name for name in names if roles[name] == "drop"]
+    if database is None:
+        table = read_arrow(source, sep, text_columns=text, dictionary_text=True,
+                           dialect=dialect, meter=meter)
+        roles = column_roles(names, job, qis)  # after reading: an unreadable file is told first
+    else:  # the server sends only the columns kept (identifiers and dropped ones stay there)
+        roles = column_roles(names, job, qis)
+        table = read_source(database, [name for name in names if roles[name] != "drop"],
+                            text_columns=text)
+    dropped = [name for name in table.column_names if roles[name] == "drop"]
     if dropped:
         table = table.drop_columns(dropped)
     worked_on = [name for name in names if roles[name] not in ("insensitive", "drop")]
