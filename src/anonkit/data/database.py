@@ -437,7 +437,7 @@ def _cast_if_every_value_fits(text: pa.ChunkedArray, kind: pa.DataType
     as the text the database gave, never half converted."""
     try:
         return pc.cast(text, kind)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+    except pa.ArrowInvalid:  # (Arrow's one error for a value that does not convert)
         return None
 
 

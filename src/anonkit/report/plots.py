@@ -386,7 +386,7 @@ def risk_plot(sizes: np.ndarray, threshold: float) -> Chart:
     for xi, share, label in zip(x, shares, labels, strict=True):
         px = float(panel.x(xi))
         if share > 0:
-            svg.text(px, float(panel.y(share)) - 4, f"{share:.1%}", size=VALUE_PX,
+            svg.text(px, float(panel.y(share)) - 4, share_text(share), size=VALUE_PX,
                      color=MUTED, anchor="middle")
         svg.line(px, panel.bottom, px, panel.bottom + 4)
         svg.text(px + 4, panel.bottom + 14, label, color=MUTED, anchor="end", rotate=-35.0)
@@ -417,7 +417,7 @@ def ncp_plot(ncp: Mapping[str, float], gcp: float | None = None) -> Chart:
                 tips=[f"{n}: NCP {share_text(v)}" for n, v in zip(names, values, strict=True)])
     if gcp is not None:
         px = panel.reference(gcp)
-        svg.text(px + 4, panel.top - 4, f"GCP {gcp:.1%}", size=TICK_PX, color=ALERT)
+        svg.text(px + 4, panel.top - 4, f"GCP {share_text(gcp)}", size=TICK_PX, color=ALERT)
     panel.end()
     return svg.chart()
 
@@ -564,7 +564,7 @@ def _draw_hist(panel: _Panel, hist: _Hist, shares: np.ndarray, color: str, top: 
                  for a, b, s in zip(edges[:-1].tolist(), edges[1:].tolist(), shares,
                                     strict=True)], edge="#ffffff")
     if missing:
-        panel.corner_note(f"+ {missing:.1%} missing")
+        panel.corner_note(f"+ {share_text(missing)} missing")
 
 
 def qi_plot(original: pd.Series, released: pd.Series) -> Chart:
